@@ -1,0 +1,3 @@
+from simul.cli import main
+
+main()

@@ -1,0 +1,56 @@
+"""What every command shares: the stderr console, error handling at the edge, and output helpers."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from simul.errors import SimulError, UsageError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Humans read stderr (tables, progress, warnings); machines read stdout (--json) and files.
+err_console = Console(stderr=True, highlight=False)
+if not err_console.is_terminal and "COLUMNS" not in os.environ:
+    # Logs and CI output: wide enough for the results table instead of Rich's 80-column default.
+    err_console.width = 160
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn the domain exception into a one-line message and an exit code (1 error, 2 usage)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except UsageError as exc:
+            err_console.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(code=2) from None
+        except SimulError as exc:
+            err_console.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(code=1) from None
+
+    return wrapper
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def show_progress(quiet: bool) -> bool:
+    return not quiet and err_console.is_terminal

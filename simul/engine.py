@@ -1,0 +1,110 @@
+"""The evaluation loop: one model, several methods, the same streams, interleaved per stream.
+
+Methods are interleaved stream by stream (RT on stream 1, then SSBD on stream 1, then RT on stream 2, ...)
+so that slow drifts of the machine (heat, other load) fall on every method alike and the speedup stays fair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simul.backend import LlamaBackend, default_threads
+from simul.decoding import StreamDecoder, StreamResult
+from simul.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
+from simul.errors import SimulError
+from simul.hashing import cached_sha256
+from simul.languages import get_language
+from simul.methods import Method
+from simul.streams.format import Stream
+from simul.templates import PRESETS, Template, chat_template, get_template
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    model: Path | None = None  # None: the embedded default
+    template: str = "auto"
+    n_ctx: int = 2048
+    threads: int | None = None
+    max_len_ratio: float = 2.0
+    max_len_slack: int = 10
+
+
+def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
+    """``auto``: fewshot for the embedded base model, else the GGUF's chat template if any, else fewshot."""
+    if name == "auto":
+        if default_model or not backend.info.chat_template:
+            return PRESETS[DEFAULT_TEMPLATE]
+        name = "chat"
+    if name == "chat":
+        if not backend.info.chat_template:
+            raise SimulError(
+                f"{backend.model_path.name} has no chat template (tokenizer.chat_template); "
+                "pass --template fewshot (base models), tower or qwen3"
+            )
+        return chat_template(backend.info.chat_template, backend.info.bos_token, backend.info.eos_token)
+    return get_template(name)
+
+
+class Engine:
+    """A loaded model and template, ready to decode streams with any method."""
+
+    def __init__(self, settings: EngineSettings) -> None:
+        self.settings = settings
+        path = settings.model if settings.model is not None else default_model_path()
+        self.model_path = path
+        self.backend = LlamaBackend(
+            path, n_ctx=settings.n_ctx, n_threads=settings.threads or default_threads()
+        )
+        self.is_default = settings.model is None or is_default_model(path)
+        self.template = resolve_template(settings.template, self.backend, self.is_default)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def decoder(self, method: Method) -> StreamDecoder:
+        return StreamDecoder(
+            self.backend,
+            self.template,
+            method,
+            max_len_ratio=self.settings.max_len_ratio,
+            max_len_slack=self.settings.max_len_slack,
+        )
+
+    def preflight(self, streams: Sequence[Stream]) -> None:
+        """Check every stream fits the context before spending time on any of them."""
+        decoder = self.decoder(Method("rt"))
+        for stream in streams:
+            decoder.check_fits(stream)
+
+    def run(
+        self,
+        streams: Iterable[Stream],
+        methods: Sequence[Method],
+        on_stream: Callable[[Stream, list[StreamResult]], None],
+    ) -> None:
+        decoders = [self.decoder(method) for method in methods]
+        for stream in streams:
+            on_stream(stream, [decoder.decode(stream) for decoder in decoders])
+
+    def describe(self, sample: Stream | None = None) -> dict[str, Any]:
+        """What a run records about the model and prompt."""
+        info = self.backend.info
+        out: dict[str, Any] = {
+            "path": str(self.model_path),
+            "file": self.model_path.name,
+            "sha256": cached_sha256(self.model_path),
+            "name": info.name,
+            "architecture": info.architecture,
+            "n_params": info.n_params,
+            "n_vocab": info.n_vocab,
+            "n_ctx": info.n_ctx,
+            "default": self.is_default,
+            "template": self.template.name,
+        }
+        if sample is not None:
+            prompt = self.template.render(get_language(sample.src), get_language(sample.tgt), "{source}")
+            out["prompt"] = prompt.text
+        return out

@@ -1,0 +1,181 @@
+"""Turn per-step records into the figures of a run, one method at a time.
+
+Everything here is computed from what a run directory stores (step records and streams), so that
+`simul score` recomputes exactly what `simul eval` reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from simul.decoding import StepRecord, StreamResult
+from simul.languages import get_language
+from simul.methods import Method
+from simul.metrics.acceptance import acceptance
+from simul.metrics.erasure import normalized_erasure, stream_erasure
+from simul.metrics.latency import finalisation_delays, laal, source_positions
+from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
+from simul.metrics.speed import speed, speedup
+from simul.metrics.tokenizers import get_tokenizer
+from simul.streams.format import Stream
+
+
+@dataclass
+class MethodReport:
+    """A method's figures plus its per-stream figures (for paired comparisons)."""
+
+    method: Method
+    metrics: dict[str, float | None]
+    per_stream: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def method_report(
+    method: Method,
+    results: Sequence[StreamResult],
+    streams: Mapping[str, Stream],
+    ne_tokenizer: str,
+    rt_results: Mapping[str, StreamResult] | None = None,
+    rt_tps: float | None = None,
+) -> MethodReport:
+    """Metrics of one method over its stream results (COMET is added separately)."""
+    tokenize = get_tokenizer(ne_tokenizer)
+    all_steps: list[StepRecord] = [s for r in results for s in r.steps]
+    acc = acceptance((s.draft_tokens, s.accepted, len(s.output_ids)) for s in all_steps)
+    spd = speed((len(s.output_ids), s.t_prompt, s.t_gen) for s in all_steps)
+
+    raw_tok = [[tokenize(s.output) for s in r.steps] for r in results]
+    disp_tok = [[tokenize(s.display) for s in r.steps] for r in results]
+    ne = normalized_erasure(raw_tok)
+    ne_display = normalized_erasure(disp_tok)
+
+    hyps = [r.final_output for r in results]
+    refs = [streams[r.stream_id].reference for r in results]
+    have_refs = all(ref is not None for ref in refs)
+    tgt = streams[results[0].stream_id].tgt if results else "en"
+    src_lang = get_language(streams[results[0].stream_id].src) if results else get_language("en")
+    bleu = chrf = None
+    signatures: dict[str, str] = {}
+    if have_refs and results:
+        ref_list = [ref for ref in refs if ref is not None]
+        b = corpus_bleu(hyps, ref_list, tgt)
+        c = corpus_chrf(hyps, ref_list)
+        bleu, chrf = b.score, c.score
+        signatures = {"bleu": b.signature, "chrf": c.signature}
+
+    per_stream: list[dict[str, Any]] = []
+    lags: list[float] = []
+    for result, raw, disp in zip(results, raw_tok, disp_tok, strict=True):
+        stream = streams[result.stream_id]
+        positions = source_positions(
+            [s.source for s in result.steps], [s.time_ms for s in result.steps], src_lang.unspaced
+        )
+        ref_len = len(tokenize(stream.reference)) if stream.reference else 0
+        lag = laal(finalisation_delays(disp, positions), positions[-1], ref_len)
+        if lag is not None:
+            lags.append(lag)
+        erased, final_len = stream_erasure(raw)
+        erased_d, _ = stream_erasure(disp)
+        row: dict[str, Any] = {
+            "stream": result.stream_id,
+            "chrf": round(sentence_chrf(result.final_output, stream.reference), 4)
+            if stream.reference
+            else None,
+            "erased": erased,
+            "erased_display": erased_d,
+            "final_tokens": final_len,
+            "latency": _round(lag, 4),
+            "accepted": sum(s.accepted for s in result.steps),
+            "output_tokens": sum(len(s.output_ids) for s in result.steps),
+            "steps": len(result.steps),
+        }
+        per_stream.append(row)
+
+    agreement = None
+    if rt_results is not None and method.name != "rt":
+        same = total = 0
+        for result in results:
+            rt = rt_results.get(result.stream_id)
+            if rt is None:
+                continue
+            for mine, theirs in zip(result.steps, rt.steps, strict=False):
+                total += 1
+                same += mine.output_ids == theirs.output_ids
+        agreement = 100.0 * same / total if total else None
+
+    method_speedup = 1.0 if method.name == "rt" else (speedup(spd.tps, rt_tps) if rt_tps else None)
+    ideal = acc.ideal_speedup
+    efficiency = method_speedup / ideal if (method_speedup is not None and ideal) else None
+    metrics: dict[str, float | None] = {
+        "comet": None,
+        "bleu": _round(bleu, 4),
+        "chrf": _round(chrf, 4),
+        "ne": round(ne.value, 4),
+        "ne_display": round(ne_display.value, 4),
+        "ad": _round(acc.ad, 2),
+        "ao": round(acc.ao, 2),
+        "tps": round(spd.tps, 2),
+        "speedup": _round(method_speedup, 3),
+        "ideal_speedup": _round(ideal, 3),
+        "efficiency": _round(efficiency, 3),
+        "latency": _round(sum(lags) / len(lags), 4) if lags else None,
+        "p50_update_ms": round(spd.p50_update_ms, 2),
+        "p95_update_ms": round(spd.p95_update_ms, 2),
+        "agreement_rt": _round(agreement, 2),
+    }
+    extra = {
+        "streams": len(results),
+        "steps": len(all_steps),
+        "output_tokens": acc.output,
+        "draft_tokens": acc.drafted,
+        "accepted_tokens": acc.accepted,
+        "erased_tokens": ne.erased,
+        "erased_display_tokens": ne_display.erased,
+        "final_tokens": ne.final_tokens,
+        "gen_seconds": round(spd.gen_seconds, 4),
+        "prompt_seconds": round(spd.prompt_seconds, 4),
+        "signatures": signatures,
+        "latency_unit": "ms"
+        if all(s.time_ms is not None for s in all_steps) and all_steps
+        else ("chars" if src_lang.unspaced else "words"),
+    }
+    return MethodReport(method=method, metrics=metrics, per_stream=per_stream, extra=extra)
+
+
+def reports_for(
+    methods: Sequence[Method],
+    results: Mapping[str, list[StreamResult]],
+    streams: Mapping[str, Stream],
+    ne_tokenizer: str,
+) -> list[MethodReport]:
+    """Reports for every method; RT (when present) is computed first so the others get their speedup."""
+    by_key = {m.key: m for m in methods}
+    rt_key = next((m.key for m in methods if m.name == "rt" and not m.mask_k), None)
+    rt_key = rt_key or next((m.key for m in methods if m.name == "rt"), None)
+    rt_report = None
+    rt_map = None
+    if rt_key is not None:
+        rt_report = method_report(by_key[rt_key], results[rt_key], streams, ne_tokenizer)
+        rt_map = {r.stream_id: r for r in results[rt_key]}
+    reports = []
+    for method in methods:
+        if method.key == rt_key and rt_report is not None:
+            reports.append(rt_report)
+            continue
+        reports.append(
+            method_report(
+                method,
+                results[method.key],
+                streams,
+                ne_tokenizer,
+                rt_results=rt_map,
+                rt_tps=rt_report.metrics["tps"] if rt_report else None,
+            )
+        )
+    return reports

@@ -1,0 +1,46 @@
+"""Every metric simul reports: its name, direction and meaning. Run files and `simul diff` use these names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simul.errors import SimulError
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    higher_is_better: bool
+    title: str
+    description: str
+    # figures that depend on wall-clock time, not only on the outputs
+    timing: bool = False
+
+
+METRICS: dict[str, MetricInfo] = {
+    m.name: m
+    for m in [
+        MetricInfo("comet", True, "COMET", "COMET system score (mean of segment scores)"),
+        MetricInfo("bleu", True, "BLEU", "corpus BLEU of the final outputs (sacrebleu)"),
+        MetricInfo("chrf", True, "chrF", "corpus chrF of the final outputs (sacrebleu)"),
+        MetricInfo("ne", False, "NE", "normalized erasure of the raw outputs"),
+        MetricInfo("ne_display", False, "NE disp", "normalized erasure of what was displayed"),
+        MetricInfo("ad", True, "A/D", "accepted draft tokens / draft tokens, percent"),
+        MetricInfo("ao", True, "A/O", "accepted draft tokens / output tokens, percent"),
+        MetricInfo("tps", True, "TPS", "output tokens per second of generation time", timing=True),
+        MetricInfo("speedup", True, "Speedup", "TPS / TPS of RT in the same run", timing=True),
+        MetricInfo("ideal_speedup", True, "Ideal", "1 / (1 - A/O): speedup if verification were free"),
+        MetricInfo("efficiency", True, "Eff.", "speedup / ideal speedup", timing=True),
+        MetricInfo("latency", False, "LAAL", "length-adaptive average lagging of finalised displayed tokens"),
+        MetricInfo("p50_update_ms", False, "p50 ms", "median time per update, prompt included", timing=True),
+        MetricInfo("p95_update_ms", False, "p95 ms", "95th percentile time per update", timing=True),
+        MetricInfo("agreement_rt", True, "=RT", "share of steps whose output equals RT's, percent"),
+    ]
+}
+
+
+def metric_info(name: str) -> MetricInfo:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise SimulError(f"unknown metric {name!r}; known metrics: {', '.join(METRICS)}") from None

@@ -1,0 +1,59 @@
+"""Decoding speed (SPEC "Metrics"; SSBD paper, section 4.1 and appendix A.1).
+
+    TPS = sum over steps of output tokens emitted at the update / sum over steps of t_gen
+    speedup = TPS(method) / TPS(RT), both measured in the same run on the same streams
+
+t_gen starts once the prompt has been processed and includes SSBD's verification pass. The end-to-end time
+of an update (t_prompt + t_gen) is reported as its 50th and 95th percentiles (linear interpolation between
+order statistics, numpy's default), in milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Speed:
+    output_tokens: int
+    gen_seconds: float
+    prompt_seconds: float
+    p50_update_ms: float
+    p95_update_ms: float
+    updates: int
+
+    @property
+    def tps(self) -> float:
+        return self.output_tokens / self.gen_seconds if self.gen_seconds > 0 else 0.0
+
+
+def speed(steps: Iterable[tuple[int, float, float]]) -> Speed:
+    """From (output tokens, t_prompt, t_gen) per step, times in seconds."""
+    tokens = 0
+    gen = 0.0
+    prompt = 0.0
+    updates: list[float] = []
+    for output_tokens, t_prompt, t_gen in steps:
+        tokens += output_tokens
+        gen += t_gen
+        prompt += t_prompt
+        updates.append(t_prompt + t_gen)
+    if updates:
+        p50, p95 = (float(x) * 1000.0 for x in np.percentile(np.array(updates), [50, 95]))
+    else:
+        p50 = p95 = 0.0
+    return Speed(
+        output_tokens=tokens,
+        gen_seconds=gen,
+        prompt_seconds=prompt,
+        p50_update_ms=p50,
+        p95_update_ms=p95,
+        updates=len(updates),
+    )
+
+
+def speedup(method_tps: float, rt_tps: float) -> float | None:
+    return method_tps / rt_tps if rt_tps > 0 else None

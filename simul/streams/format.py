@@ -1,0 +1,240 @@
+"""The stream file format: JSONL, one stream per line, versioned and self-describing.
+
+A line looks like::
+
+    {"format": "simul-stream", "version": 1, "id": "flores200-devtest-1", "src": "en", "tgt": "de",
+     "steps": [{"source": "We now have", "final": false}, ..., {"source": "... he added.", "final": true}],
+     "reference": "...", "provenance": {"dataset": "flores200", "split": "devtest", "line": 1, "lag": 3}}
+
+Each step holds the whole source prefix known at that moment (not a delta), so steps from a speech
+recognizer may revise, shrink or repeat words; nothing here assumes a step extends the previous one.
+``time_ms`` (optional) is when the step became known, relative to the start of the stream's audio.
+Exactly the last step is final. ``reference`` may be null when there is none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simul.errors import SimulError
+from simul.languages import get_language
+
+FORMAT_NAME = "simul-stream"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """The source known at one moment of a stream."""
+
+    source: str
+    final: bool = False
+    time_ms: float | None = None
+    # Extra per-step facts an importer wants to keep (for example the audio time without compute time).
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "final": self.final}
+        if self.time_ms is not None:
+            out["time_ms"] = round(self.time_ms, 1)
+        if self.extra:
+            out["extra"] = self.extra
+        return out
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One sentence or utterance whose source arrives in steps; the last step is the complete source."""
+
+    id: str
+    src: str
+    tgt: str
+    steps: tuple[Step, ...]
+    reference: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def final_source(self) -> str:
+        return self.steps[-1].source
+
+    @property
+    def timed(self) -> bool:
+        return all(step.time_ms is not None for step in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "id": self.id,
+            "src": self.src,
+            "tgt": self.tgt,
+            "steps": [step.to_json() for step in self.steps],
+            "reference": self.reference,
+            "provenance": self.provenance,
+        }
+
+    def validate(self) -> None:
+        """Raise ValueError (with a message that says what to fix) if the stream breaks the format's rules."""
+        if not self.id:
+            raise ValueError("stream id is empty")
+        get_language(self.src)
+        get_language(self.tgt)
+        if not self.steps:
+            raise ValueError(f"stream {self.id!r} has no steps")
+        for index, step in enumerate(self.steps):
+            if not step.source.strip():
+                raise ValueError(f"stream {self.id!r} step {index} has an empty source")
+            last = index == len(self.steps) - 1
+            if step.final != last:
+                where = (
+                    "the last step must be final" if last else f"step {index} is final but is not the last"
+                )
+                raise ValueError(f"stream {self.id!r}: {where}")
+        times = [step.time_ms for step in self.steps]
+        if any(t is not None for t in times):
+            if any(t is None for t in times):
+                raise ValueError(f"stream {self.id!r}: time_ms must be given on every step or on none")
+            for index in range(1, len(times)):
+                prev, cur = times[index - 1], times[index]
+                assert prev is not None and cur is not None
+                if cur < prev:
+                    raise ValueError(
+                        f"stream {self.id!r}: time_ms goes backwards at step {index} ({cur} < {prev})"
+                    )
+
+
+def _step_from_json(obj: Any, where: str) -> Step:
+    if not isinstance(obj, dict):
+        raise SimulError(f"{where}: each step must be an object with 'source' and 'final'")
+    unknown = set(obj) - {"source", "final", "time_ms", "extra"}
+    if unknown:
+        raise SimulError(f"{where}: unknown step field(s) {sorted(unknown)}")
+    source = obj.get("source")
+    if not isinstance(source, str):
+        raise SimulError(f"{where}: step 'source' must be a string")
+    final = obj.get("final", False)
+    if not isinstance(final, bool):
+        raise SimulError(f"{where}: step 'final' must be true or false")
+    time_ms = obj.get("time_ms")
+    if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int | float)):
+        raise SimulError(f"{where}: step 'time_ms' must be a number of milliseconds")
+    extra = obj.get("extra", {})
+    if not isinstance(extra, dict):
+        raise SimulError(f"{where}: step 'extra' must be an object")
+    return Step(source=source, final=final, time_ms=None if time_ms is None else float(time_ms), extra=extra)
+
+
+def stream_from_json(obj: Any, where: str = "<stream>") -> Stream:
+    """Build a Stream from one parsed JSONL record; errors name ``where`` (file:line)."""
+    if not isinstance(obj, dict):
+        raise SimulError(f"{where}: expected a JSON object per line")
+    if obj.get("format") != FORMAT_NAME:
+        raise SimulError(
+            f'{where}: not a simul stream record ("format" must be {FORMAT_NAME!r}); '
+            "build stream files with `simul streams flores|acl6060|asr`"
+        )
+    version = obj.get("version")
+    if version != FORMAT_VERSION:
+        raise SimulError(
+            f"{where}: stream format version {version!r} is not supported (this simul reads version "
+            f"{FORMAT_VERSION}); rebuild the file with this simul or upgrade simul"
+        )
+    for key in ("id", "src", "tgt"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise SimulError(f"{where}: field {key!r} must be a non-empty string")
+    steps_obj = obj.get("steps")
+    if not isinstance(steps_obj, list):
+        raise SimulError(f"{where}: field 'steps' must be a list")
+    reference = obj.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        raise SimulError(f"{where}: field 'reference' must be a string or null")
+    provenance = obj.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise SimulError(f"{where}: field 'provenance' must be an object")
+    steps = tuple(_step_from_json(s, f"{where}, step {i}") for i, s in enumerate(steps_obj))
+    try:
+        src = get_language(obj["src"]).short
+        tgt = get_language(obj["tgt"]).short
+    except SimulError as exc:
+        raise SimulError(f"{where}: {exc}") from None
+    stream = Stream(id=obj["id"], src=src, tgt=tgt, steps=steps, reference=reference, provenance=provenance)
+    try:
+        stream.validate()
+    except ValueError as exc:
+        raise SimulError(f"{where}: {exc}") from None
+    return stream
+
+
+def iter_streams(path: Path) -> Iterator[Stream]:
+    """Read a stream file lazily, validating every line; blank lines are skipped."""
+    if not path.exists():
+        raise SimulError(f"stream file {path} does not exist; build one with `simul streams flores ...`")
+    if path.is_dir():
+        raise SimulError(f"stream file {path} is a directory; pass a .jsonl file")
+    seen: set[str] = set()
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SimulError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SimulError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+            stream = stream_from_json(obj, where)
+            if stream.id in seen:
+                raise SimulError(f"{where}: duplicate stream id {stream.id!r}; ids must be unique in a file")
+            seen.add(stream.id)
+            yield stream
+
+
+def read_streams(path: Path, limit: int | None = None) -> list[Stream]:
+    """Read and validate a whole stream file (the first ``limit`` streams when given)."""
+    streams: list[Stream] = []
+    for stream in iter_streams(path):
+        if limit is not None and len(streams) >= limit:
+            break
+        streams.append(stream)
+    if not streams:
+        raise SimulError(f"stream file {path} holds no streams")
+    return streams
+
+
+def dumps_stream(stream: Stream) -> str:
+    return json.dumps(stream.to_json(), ensure_ascii=False, sort_keys=True)
+
+
+def write_streams(path: Path, streams: Iterable[Stream]) -> int:
+    """Write streams atomically (a temporary file renamed into place); returns how many were written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as handle:
+        for stream in streams:
+            try:
+                stream.validate()
+            except ValueError as exc:
+                tmp.unlink(missing_ok=True)
+                raise SimulError(f"refusing to write an invalid stream: {exc}") from None
+            handle.write(dumps_stream(stream) + "\n")
+            count += 1
+    os.replace(tmp, path)
+    return count
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,1 @@
+"""Helpers for tests: small, fast, deterministic stand-ins for real models."""

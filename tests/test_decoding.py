@@ -1,0 +1,206 @@
+"""The decoders on a real (tiny, random-weight) llama.cpp model: no mocked decoding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simul.backend import LlamaBackend
+from simul.decoding import StreamDecoder, StreamResult
+from simul.errors import SimulError
+from simul.methods import Method
+from simul.metrics.acceptance import acceptance
+from simul.metrics.erasure import normalized_erasure
+from simul.metrics.tokenizers import get_tokenizer
+from simul.streams.format import Step, Stream
+from simul.templates import PRESETS
+from tests.helpers import lag_stream, make_streams
+
+TEMPLATE = PRESETS["fewshot"]
+
+
+def run(backend: LlamaBackend, method: Method, streams: list[Stream]) -> list[StreamResult]:
+    """Decode from an empty cache, so two runs of the same method see identical states."""
+    backend.reset()
+    decoder = StreamDecoder(backend, TEMPLATE, method)
+    return [decoder.decode(s) for s in streams]
+
+
+def greedy(backend: LlamaBackend, tokens: list[int], n: int) -> list[int]:
+    rows = backend.eval(tokens, logits_from=len(tokens) - 1)
+    assert rows is not None
+    out = []
+    for _ in range(n):
+        token = int(np.argmax(rows[0]))
+        out.append(token)
+        rows = backend.eval([token], logits_from=0)
+        assert rows is not None
+    return out
+
+
+def test_kv_truncation_then_continuing_equals_decoding_from_scratch(tiny_backend: LlamaBackend) -> None:
+    b = tiny_backend
+    first = b.tokenize("English: The cat sat on the mat.\nGerman:", add_special=True)
+    second = b.tokenize("English: The cat sat on the sofa today.\nGerman:", add_special=True)
+    b.reset()
+    greedy(b, first, 20)
+    kept = b.reuse_prefix(second)
+    assert 0 < kept < len(second) and b.cache == second[:kept]
+    continued = greedy_from_cache(b, second[kept:], 25)
+    b.reset()
+    fresh = greedy(b, second, 25)
+    assert continued == fresh
+
+
+def greedy_from_cache(backend: LlamaBackend, pending: list[int], n: int) -> list[int]:
+    return greedy(backend, pending, n)
+
+
+def test_truncate_mid_generation_reproduces_the_continuation(tiny_backend: LlamaBackend) -> None:
+    b = tiny_backend
+    prompt = b.tokenize("Hello world, this is a test.\n", add_special=True)
+    b.reset()
+    out = greedy(b, prompt, 16)
+    assert b.truncate(len(prompt) + 6)
+    rows = b.eval([out[6]], logits_from=0)
+    assert rows is not None
+    rest = [int(np.argmax(rows[0]))]
+    for _ in range(8):
+        rows = b.eval([rest[-1]], logits_from=0)
+        assert rows is not None
+        rest.append(int(np.argmax(rows[0])))
+    assert rest == out[7:16]
+
+
+def test_rt_records_every_step(tiny_backend: LlamaBackend) -> None:
+    streams = make_streams()
+    results = run(tiny_backend, Method("rt"), streams)
+    for stream, result in zip(streams, results, strict=True):
+        assert len(result.steps) == len(stream.steps)
+        for step, record in zip(stream.steps, result.steps, strict=True):
+            assert record.source == step.source
+            assert record.draft_tokens == 0 and record.accepted == 0
+            assert record.reused_tokens + record.processed_tokens == record.prompt_tokens
+            assert record.processed_tokens >= 1
+            assert record.stop in ("eog", "newline", "length")
+            assert record.t_prompt > 0 and record.t_gen > 0
+            assert record.output == record.display  # no masking
+    # the few-shot header is shared by every prompt, so later streams reuse it
+    assert results[1].steps[0].reused_tokens > 50
+
+
+def test_ssbd_with_high_beta_accepts_every_draft_token(tiny_backend: LlamaBackend) -> None:
+    for beta in (0.5, 1.0):
+        results = run(tiny_backend, Method("ssbd", beta=beta), make_streams())
+        drafted = 0
+        for result in results:
+            previous: list[int] = []
+            for record in result.steps:
+                assert record.accepted == record.draft_tokens
+                assert record.output_ids[: len(previous)] == previous[: record.draft_tokens]
+                drafted += record.draft_tokens
+                previous = record.output_ids
+        assert drafted > 0
+
+
+def test_cd_never_revises(tiny_backend: LlamaBackend) -> None:
+    results = run(tiny_backend, Method("cd"), make_streams())
+    for result in results:
+        previous: list[int] = []
+        for record in result.steps:
+            cap = len(record.output_ids)
+            assert record.output_ids[: len(previous)] == previous[:cap]
+            assert record.accepted == record.draft_tokens
+            previous = record.output_ids
+    acc = acceptance((s.draft_tokens, s.accepted, len(s.output_ids)) for r in results for s in r.steps)
+    assert acc.ad == pytest.approx(100.0)
+
+
+def test_ssbd_beta_zero_mostly_agrees_with_rt(tiny_backend: LlamaBackend) -> None:
+    """Lossless verification in theory; batched and one-token logits may differ, so count, do not demand."""
+    rt = run(tiny_backend, Method("rt"), make_streams())
+    ssbd = run(tiny_backend, Method("ssbd", beta=0.0), make_streams())
+    pairs = [
+        (a.output_ids, b.output_ids)
+        for x, y in zip(rt, ssbd, strict=True)
+        for a, b in zip(x.steps, y.steps, strict=True)
+    ]
+    agreement = sum(a == b for a, b in pairs) / len(pairs)
+    print(f"SSBD(beta=0) vs RT agreement on the tiny model: {agreement:.1%} of {len(pairs)} steps")
+    assert agreement >= 0.8
+    assert any(s.accepted for r in ssbd for s in r.steps)
+
+
+def test_display_only_mask_keeps_acceptance_and_lowers_display_erasure(tiny_backend: LlamaBackend) -> None:
+    tok = get_tokenizer("13a")
+    plain = run(tiny_backend, Method("ssbd", beta=0.2), make_streams())
+    masked = run(tiny_backend, Method("ssbd", beta=0.2, mask_k=3, mask="display"), make_streams())
+    for a, b in zip(plain, masked, strict=True):
+        for x, y in zip(a.steps, b.steps, strict=True):
+            assert x.output_ids == y.output_ids
+            assert (x.draft_tokens, x.accepted) == (y.draft_tokens, y.accepted)
+            assert y.output.startswith(y.display)
+            if y.final:
+                assert y.display == y.output
+    ne_raw = normalized_erasure([[tok(s.display) for s in r.steps] for r in plain]).value
+    ne_disp = normalized_erasure([[tok(s.display) for s in r.steps] for r in masked]).value
+    assert ne_disp <= ne_raw
+
+
+def test_output_mask_shortens_the_drafts(tiny_backend: LlamaBackend) -> None:
+    k = 3
+    method = Method("ssbd", beta=0.2, mask_k=k, mask="output")
+    decoder = StreamDecoder(tiny_backend, TEMPLATE, method)
+    results = run(tiny_backend, method, make_streams())
+    checked = 0
+    for result in results:
+        for previous, record in zip(result.steps, result.steps[1:], strict=False):
+            cap = decoder.max_output_tokens(record.source)
+            assert record.draft_tokens == min(cap, max(0, len(previous.output_ids) - k))
+            checked += 1
+    assert checked > 0
+
+
+def test_display_never_cuts_a_character(tiny_backend: LlamaBackend) -> None:
+    stream = lag_stream("ja", "The cat sat on the mat and looked out of the window.", None, tgt="ja")
+    for k in (1, 2, 3, 5):
+        (result,) = run(tiny_backend, Method("ssbd", beta=0.2, mask_k=k), [stream])
+        for record in result.steps:
+            assert record.output.startswith(record.display)
+            assert "\ufffd" not in record.display[-1:]
+
+
+def test_missing_and_invalid_model_files(tmp_path: Path) -> None:
+    with pytest.raises(SimulError, match="does not exist"):
+        LlamaBackend(tmp_path / "missing.gguf")
+    bogus = tmp_path / "model.gguf"
+    bogus.write_bytes(b"PK\x03\x04 not a gguf")
+    with pytest.raises(SimulError, match="not a GGUF"):
+        LlamaBackend(bogus)
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(b"GGUF\x03\x00\x00\x00")
+    with pytest.raises(SimulError, match="could not load"):
+        LlamaBackend(truncated)
+
+
+def test_prompt_longer_than_the_context_is_a_clear_error(tiny_model: Path) -> None:
+    backend = LlamaBackend(tiny_model, n_ctx=256, n_threads=1)
+    try:
+        long_source = " ".join(["word"] * 400)
+        stream = Stream("long", "en", "de", (Step(long_source, final=True),), None)
+        decoder = StreamDecoder(backend, TEMPLATE, Method("rt"))
+        with pytest.raises(SimulError, match=r"stream 'long' step 0: .* context window is 256; pass --n-ctx"):
+            decoder.check_fits(stream)
+        with pytest.raises(SimulError, match="context window"):
+            decoder.decode(stream)
+    finally:
+        backend.close()
+
+
+def test_unknown_language_and_empty_source_are_rejected() -> None:
+    with pytest.raises(SimulError, match="unknown language code 'xx'"):
+        Stream("a", "en", "xx", (Step("hello", final=True),), None).validate()
+    with pytest.raises(ValueError, match="empty source"):
+        Stream("a", "en", "de", (Step("  ", final=True),), None).validate()

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Build llama-cpp-python from source once and keep the wheel where the next set-up finds it.
+
+pip's own wheel cache ignores CMAKE_ARGS, so a rebuild with other flags could silently reuse a wheel built
+differently. This cache is keyed on everything that changes the binary: the llama-cpp-python version, the
+CMake arguments, the Python version and ABI, the machine type, and (because llama.cpp builds for the host CPU
+by default) the CPU's feature flags.
+
+Prints the path of the wheel to install. Usage:
+    python tools/llama_wheel.py --version 0.3.36 --cmake-args=-DLLAVA_BUILD=OFF
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("SIMUL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "simul"
+
+
+def cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return " ".join(sorted(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def cache_key(version: str, cmake_args: str) -> str:
+    parts = [
+        f"llama-cpp-python=={version}",
+        f"CMAKE_ARGS={cmake_args}",
+        f"python={sys.implementation.cache_tag}",
+        f"abi={sysconfig.get_config_var('SOABI')}",
+        f"machine={platform.machine()}",
+        f"cpu={cpu_flags()}",
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", required=True, help="llama-cpp-python version to build")
+    parser.add_argument("--cmake-args", default="", help="CMAKE_ARGS for the llama.cpp build")
+    args = parser.parse_args()
+
+    target = (
+        cache_root()
+        / "wheels"
+        / "llama-cpp-python"
+        / f"{args.version}-{cache_key(args.version, args.cmake_args)}"
+    )
+    found = sorted(target.glob("llama_cpp_python-*.whl")) if target.is_dir() else []
+    if found:
+        print(f"llama-cpp-python {args.version}: reusing {found[0]}", file=sys.stderr)
+        print(found[0])
+        return 0
+
+    print(
+        f"llama-cpp-python {args.version}: building from source (a few minutes; cached in {target})",
+        file=sys.stderr,
+    )
+    env = dict(os.environ, CMAKE_ARGS=args.cmake_args)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-cache-dir",
+            f"llama-cpp-python=={args.version}",
+            "-w",
+            tmp,
+        ]
+        done = subprocess.run(cmd, env=env, check=False)
+        if done.returncode != 0:
+            print("building llama-cpp-python failed; see the compiler output above", file=sys.stderr)
+            return done.returncode
+        wheels = sorted(Path(tmp).glob("llama_cpp_python-*.whl"))
+        if not wheels:
+            print("pip reported success but wrote no llama_cpp_python wheel", file=sys.stderr)
+            return 1
+        staging = Path(tmp) / "out"
+        staging.mkdir()
+        shutil.move(str(wheels[0]), staging / wheels[0].name)
+        if target.exists():  # another set-up finished first; use its wheel
+            shutil.rmtree(staging)
+        else:
+            staging.rename(target)
+    wheel = sorted(target.glob("llama_cpp_python-*.whl"))[0]
+    print(wheel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
