@@ -1,0 +1,99 @@
+"""`simul score RUN_DIR`: recompute every metric of a run from its directory alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simul.cli.common import err_console, handle_errors, print_json
+from simul.errors import SimulError
+from simul.metrics.comet import load_comet
+from simul.metrics.registry import metric_info
+from simul.report import TABLE2_COLUMNS, methods_table
+from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
+from simul.scoring import score
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("score")
+    @handle_errors
+    def score_command(
+        run_dir: Annotated[Path, typer.Argument(help="A run directory written by `simul eval --out`.")],
+        comet_model: Annotated[
+            str | None,
+            typer.Option(help="COMET model name or checkpoint path ('none' to skip). Default: the run's."),
+        ] = None,
+        comet_batch_size: Annotated[
+            int | None, typer.Option(help="COMET batch size. Default: the run's.")
+        ] = None,
+        require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
+        metric: Annotated[
+            list[str] | None, typer.Option("--metric", "-m", help="Only show these metrics (repeatable).")
+        ] = None,
+        update: Annotated[
+            bool,
+            typer.Option(help=f"Write the recomputed figures back into {RUN_FILE} and {PER_STREAM_FILE}."),
+        ] = False,
+        allow_incomplete: Annotated[
+            bool, typer.Option(help="Score the finished streams of an unfinished run (never with --update).")
+        ] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    ) -> None:
+        """Recompute every metric from a run directory (to add COMET, or to check a run)."""
+        if update and allow_incomplete:
+            raise SimulError(
+                "--update writes a complete run's figures; it cannot be combined with --allow-incomplete"
+            )
+        columns = list(TABLE2_COLUMNS)
+        if metric:
+            infos = [metric_info(name) for name in metric]
+            columns = [(i.name, i.title, ".4g") for i in infos]
+        loaded = load_run(run_dir, allow_incomplete=allow_incomplete)
+        config = loaded.run["config"]
+        comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
+        batch = comet_batch_size or int(config.get("comet_batch_size", 16))
+        comet, reason = load_comet(comet_name, batch)
+        if comet is None and require_comet:
+            raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
+        scored = score(loaded.methods, loaded.results, loaded.streams, config["ne_tokenizer"], comet, reason)
+        rows = scored.methods_json()
+        if update:
+            run = loaded.run
+            run["signatures"] = scored.signatures
+            run["comet"] = scored.comet
+            run["methods"] = rows
+            writer = RunWriter(run_dir, run)
+            writer.write_per_stream(scored.per_stream_rows())
+            writer.save()
+        if not quiet:
+            caption = [f"{len(loaded.streams)} streams from {run_dir}"]
+            if not scored.comet.get("available"):
+                caption.append(f"COMET unavailable: {scored.comet.get('reason')}")
+            err_console.print(
+                methods_table(
+                    rows,
+                    title="simul score",
+                    caption="\n".join(caption),
+                    columns=columns,
+                    comet_available=bool(scored.comet.get("available")),
+                )
+            )
+        if as_json:
+            shown = [c[0] for c in columns] if metric else None
+            print_json(
+                {
+                    "methods": [
+                        {
+                            **{k: r[k] for k in ("name", "beta", "mask_k", "mask", "key", "label")},
+                            "metrics": r["metrics"] if shown is None else {k: r["metrics"][k] for k in shown},
+                        }
+                        for r in rows
+                    ],
+                    "run_dir": str(run_dir),
+                    "signatures": scored.signatures,
+                    "comet": scored.comet,
+                }
+            )

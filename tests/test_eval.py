@@ -1,0 +1,241 @@
+"""`simul eval`, `score` and `export` end to end on the tiny model: run files, resume, rescoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simul.cli import app
+from simul.engine import EngineSettings
+from simul.evaluation import EvalRequest, Interrupted, run_evaluation
+from simul.methods import Method
+from simul.metrics.registry import METRICS
+from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
+from simul.streams.format import write_streams
+from tests.helpers import make_streams
+
+runner = CliRunner()
+QUALITY = [name for name, info in METRICS.items() if not info.timing]
+
+
+@pytest.fixture(scope="module")
+def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
+    write_streams(path, make_streams())
+    return path
+
+
+def eval_args(model: Path, streams: Path, *extra: str) -> list[str]:
+    return [
+        "eval",
+        "--model",
+        str(model),
+        "--streams",
+        str(streams),
+        "--comet-model",
+        "none",
+        "--quiet",
+        *extra,
+    ]
+
+
+def test_eval_json_and_run_directory(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        eval_args(tiny_model, streams_file, "--beta", "0.2", "--mask-k", "3", "--json", "--out", str(out)),
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [m["name"] for m in doc["methods"]] == ["rt", "ssbd"]
+    ssbd = doc["methods"][1]
+    assert (ssbd["beta"], ssbd["mask_k"], ssbd["mask"]) == (0.2, 3, "display")
+    for key in ("comet", "bleu", "chrf", "ne", "ne_display", "ad", "ao", "tps", "speedup", "latency"):
+        assert key in ssbd["metrics"]
+    assert ssbd["metrics"]["comet"] is None and doc["comet"]["available"] is False
+    assert doc["methods"][0]["metrics"]["speedup"] == 1.0
+    assert 0 <= ssbd["metrics"]["ao"] <= ssbd["metrics"]["ad"] <= 100
+    assert doc["run_dir"] == str(out)
+
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == STATUS_COMPLETE and run["schema_version"] == 1
+    assert run["config"]["model_sha256"] and run["config"]["streams"]["sha256"]
+    assert run["environment"]["llama_cpp_python"]
+    assert run["higher_is_better"]["ne"] is False and run["higher_is_better"]["chrf"] is True
+    assert run["signatures"]["chrf"].startswith("nrefs:1")
+    lines = (out / "steps.jsonl").read_text().splitlines()
+    n_steps = sum(len(s.steps) for s in make_streams())
+    assert len(lines) == 2 * n_steps
+    first = json.loads(lines[0])
+    for key in ("source", "output_ids", "output", "display", "draft_tokens", "accepted", "t_prompt", "t_gen"):
+        assert key in first
+    assert list(first) == sorted(first)
+
+
+def test_score_reproduces_eval(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    evaluated = runner.invoke(app, eval_args(tiny_model, streams_file, "--json", "--out", str(out)))
+    assert evaluated.exit_code == 0, evaluated.output
+    scored = runner.invoke(app, ["score", str(out), "--json", "--quiet"])
+    assert scored.exit_code == 0, scored.output
+    a = {m["key"]: m["metrics"] for m in json.loads(evaluated.stdout)["methods"]}
+    b = {m["key"]: m["metrics"] for m in json.loads(scored.stdout)["methods"]}
+    assert a == b
+
+
+def test_interrupted_run_resumes_to_the_same_figures(
+    tiny_model: Path, streams_file: Path, tmp_path: Path
+) -> None:
+    methods = [Method("rt"), Method("ssbd", beta=0.2)]
+    settings = EngineSettings(model=tiny_model, n_ctx=1024, threads=2)
+
+    def request(out: Path, resume: bool = False) -> EvalRequest:
+        return EvalRequest(streams_file, methods, settings, out=out, resume=resume, comet_model="none")
+
+    whole = run_evaluation(request(tmp_path / "whole"))
+
+    def stop_after_two(done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as stopped:
+        run_evaluation(request(tmp_path / "cut"), progress=stop_after_two)
+    assert stopped.value.outcome.streams_done == 2
+    cut = json.loads((tmp_path / "cut" / "run.json").read_text())
+    assert cut["status"] == STATUS_INTERRUPTED and "methods" not in cut
+    # an interrupted run is refused by the commands that need a complete one
+    refused = runner.invoke(app, ["score", str(tmp_path / "cut")])
+    assert refused.exit_code == 1 and "not a complete run" in refused.output
+    # simulate a write cut short by the interruption
+    with (tmp_path / "cut" / "steps.jsonl").open("a") as handle:
+        handle.write('{"method": "rt", "stream": "s2", "step": 0, "sou')
+
+    resumed = run_evaluation(request(tmp_path / "cut", resume=True))
+    assert resumed.complete and resumed.streams_done == len(make_streams())
+    got = {r["key"]: {k: r["metrics"][k] for k in QUALITY} for r in resumed.scored.methods_json()}
+    want = {r["key"]: {k: r["metrics"][k] for k in QUALITY} for r in whole.scored.methods_json()}
+    assert got == want
+    lines = (tmp_path / "cut" / "steps.jsonl").read_text().splitlines()
+    assert len(lines) == len((tmp_path / "whole" / "steps.jsonl").read_text().splitlines())
+
+
+def test_resume_refuses_other_settings(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert (
+        runner.invoke(app, eval_args(tiny_model, streams_file, "--limit", "1", "--out", str(out))).exit_code
+        == 0
+    )
+    again = runner.invoke(app, eval_args(tiny_model, streams_file, "--limit", "1", "--out", str(out)))
+    assert again.exit_code == 1 and "already holds a run" in again.output
+    other = runner.invoke(
+        app,
+        eval_args(tiny_model, streams_file, "--limit", "1", "--beta", "0.3", "--out", str(out), "--resume"),
+    )
+    assert other.exit_code == 1
+
+
+def test_score_errors(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["score", str(tmp_path / "nope")])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+    out = tmp_path / "run"
+    assert (
+        runner.invoke(app, eval_args(tiny_model, streams_file, "--limit", "2", "--out", str(out))).exit_code
+        == 0
+    )
+    unknown = runner.invoke(app, ["score", str(out), "--metric", "bleurt"])
+    assert unknown.exit_code == 1 and "unknown metric 'bleurt'" in unknown.output
+    only = runner.invoke(app, ["score", str(out), "--metric", "chrf", "--json", "--quiet"])
+    assert only.exit_code == 0 and set(json.loads(only.stdout)["methods"][0]["metrics"]) == {"chrf"}
+    steps = out / "steps.jsonl"
+    text = steps.read_text()
+    steps.write_text(text[: len(text) // 2])
+    truncated = runner.invoke(app, ["score", str(out)])
+    assert truncated.exit_code == 1 and "steps.jsonl:" in truncated.output
+
+
+def test_comet_through_a_real_checkpoint(
+    tiny_model: Path, streams_file: Path, tiny_comet: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(tiny_model),
+            "--streams",
+            str(streams_file),
+            "--comet-model",
+            str(tiny_comet),
+            "--require-comet",
+            "--json",
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["comet"]["available"] is True
+    for method in doc["methods"]:
+        assert isinstance(method["metrics"]["comet"], float)
+    assert "model:" in doc["signatures"]["comet"]
+    rows = [json.loads(x) for x in (out / "per_stream.jsonl").read_text().splitlines()]
+    assert all(isinstance(r["comet"], float) for r in rows)
+    rescored = runner.invoke(app, ["score", str(out), "--json", "--quiet"])
+    assert rescored.exit_code == 0
+    assert [m["metrics"]["comet"] for m in json.loads(rescored.stdout)["methods"]] == [
+        m["metrics"]["comet"] for m in doc["methods"]
+    ]
+
+
+def test_require_comet_fails_clearly(tiny_model: Path, streams_file: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(tiny_model),
+            "--streams",
+            str(streams_file),
+            "--comet-model",
+            "/no/such.ckpt",
+            "--require-comet",
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 1 and "COMET is required" in result.output
+
+
+def test_export_simuleval(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out))).exit_code == 0
+    done = runner.invoke(app, ["export", str(out), "--format", "simuleval"])
+    assert done.exit_code == 0, done.output
+    log = out / "simuleval" / "ssbd-b0.2" / "instances.log"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == len(make_streams())
+    for record in records:
+        assert len(record["delays"]) == record["prediction_length"] == len(record["prediction"].split())
+        assert all(d <= record["source_length"] for d in record["delays"])
+        assert record["delays"] == sorted(record["delays"])  # a token is final only after those before it
+    bad = runner.invoke(app, ["export", str(out), "--format", "xml"])
+    assert bad.exit_code == 2
+
+
+def test_eval_bad_inputs(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    missing = runner.invoke(app, eval_args(tiny_model, tmp_path / "none.jsonl"))
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "simul-stream", "version": 1, "id": "x"\n')
+    malformed = runner.invoke(app, eval_args(tiny_model, bad))
+    assert malformed.exit_code == 1 and "bad.jsonl:1" in malformed.output
+    nomodel = runner.invoke(app, eval_args(tmp_path / "none.gguf", streams_file))
+    assert nomodel.exit_code == 1 and "does not exist" in nomodel.output
+    beta = runner.invoke(app, eval_args(tiny_model, streams_file, "--beta", "1.5"))
+    assert beta.exit_code == 2 and "--beta" in beta.output
+    small = runner.invoke(app, eval_args(tiny_model, streams_file, "--n-ctx", "64"))
+    assert small.exit_code == 1 and "context window" in small.output
