@@ -19,6 +19,7 @@ starts after it and includes the verification pass.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,11 @@ class StepRecord:
     stop: str  # why decoding stopped: eog, newline, length
     t_prompt: float  # seconds
     t_gen: float  # seconds, verification included
+    # beyond the paper (see Method): sentence-final draft tokens reopened or verified without bias, and the
+    # drafts proposed by re-synchronisation after a divergence
+    ending_tokens: int = 0
+    resync_drafted: int = 0
+    resync_accepted: int = 0
 
     @property
     def new_tokens(self) -> int:
@@ -78,11 +84,28 @@ class StepRecord:
             "stop": self.stop,
             "t_prompt": round(self.t_prompt, 6),
             "t_gen": round(self.t_gen, 6),
+            "ending_tokens": self.ending_tokens,
+            "resync_drafted": self.resync_drafted,
+            "resync_accepted": self.resync_accepted,
         }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> StepRecord:
-        return cls(**{name: obj[name] for name in cls.__dataclass_fields__})
+        fields = cls.__dataclass_fields__
+        missing = [n for n, f in fields.items() if n not in obj and f.default is dataclasses.MISSING]
+        if missing:
+            raise KeyError(f"missing field(s) {', '.join(missing)}")
+        return cls(**{name: obj[name] for name in fields if name in obj})
+
+    @property
+    def drafted_total(self) -> int:
+        """Draft tokens offered for verification at this step, re-synchronised drafts included."""
+        return self.draft_tokens + self.resync_drafted
+
+    @property
+    def accepted_total(self) -> int:
+        """Output tokens that came from a verified draft rather than one-by-one decoding."""
+        return self.accepted + self.resync_accepted
 
 
 @dataclass
@@ -203,28 +226,39 @@ class StreamDecoder:
         if len(prompt) + max_len > backend.n_ctx:
             self.check_fits(stream)  # raises with the full explanation
         draft = list(draft[:max_len])
+        gen = _Generation(max_len=max_len)
+        unbiased_from = len(draft)
+        if draft and not step.final and method.ending != "keep":
+            ending = self._ending_length(draft)
+            gen.ending_tokens = ending
+            if method.ending == "reopen":
+                draft = draft[: len(draft) - ending]
+            else:
+                unbiased_from = len(draft) - ending
         reused = backend.reuse_prefix(prompt)
         pending = prompt[reused:]
         cd_draft = method.name == "cd" and bool(draft)
         rows = backend.eval(pending, logits_from=None if cd_draft else len(pending) - 1)
         t1 = time.perf_counter()
 
-        output: list[int] = []
-        accepted = 0
         if method.name == "rt" or not draft:
             assert rows is not None
-            stop = self._greedy(rows[0], output, max_len)
+            self._continue(rows[0], gen, rest=None)
         elif method.name == "cd":
             rows = backend.eval(draft, logits_from=len(draft) - 1)
             assert rows is not None
-            output.extend(draft)
-            accepted = len(draft)
-            stop = "length" if len(output) >= max_len else self._greedy(rows[0], output, max_len)
+            gen.output.extend(draft)
+            gen.accepted = len(draft)
+            if len(gen.output) >= max_len:
+                gen.stop = "length"
+            else:
+                self._continue(rows[0], gen, rest=None)
         else:
             assert rows is not None and method.beta is not None
-            accepted, stop = self._verify_and_continue(rows[0], draft, method.beta, output, max_len)
+            self._verify_and_continue(rows[0], draft, method.beta, unbiased_from, gen)
         t2 = time.perf_counter()
 
+        output = gen.output
         data = backend.detokenize(output)
         text = decode_text(data)
         k = method.mask_k
@@ -239,17 +273,27 @@ class StreamDecoder:
             reused_tokens=reused,
             processed_tokens=len(pending),
             draft_tokens=len(draft),
-            accepted=accepted,
+            accepted=gen.accepted,
             output_ids=output,
             output=text,
             display=display,
-            accepted_chars=_accepted_chars(data, backend.detokenize(output[:accepted]), text),
-            stop=stop,
+            accepted_chars=_accepted_chars(data, backend.detokenize(output[: gen.accepted]), text),
+            stop=gen.stop,
             t_prompt=t1 - t0,
             t_gen=t2 - t1,
+            ending_tokens=gen.ending_tokens,
+            resync_drafted=gen.resync_drafted,
+            resync_accepted=gen.resync_accepted,
         )
 
     # -- decoding primitives --------------------------------------------------------------------------------
+
+    def _ending_length(self, draft: Sequence[int]) -> int:
+        """How many tokens at the end of ``draft`` are sentence-final punctuation or closing quotes."""
+        n = 0
+        while n < len(draft) and is_ending_piece(self.backend.piece(draft[len(draft) - 1 - n])):
+            n += 1
+        return n
 
     def _stop_reason(self, token: int) -> str | None:
         if self.backend.is_eog(token):
@@ -258,46 +302,95 @@ class StreamDecoder:
             return "newline"
         return None
 
-    def _greedy(self, row: Logits, output: list[int], max_len: int) -> str:
-        """Greedy decoding from the logits ``row`` (for the next position) until a stop or the cap."""
-        backend = self.backend
-        while True:
-            token = int(np.argmax(row))
-            stop = self._stop_reason(token)
-            if stop:
-                return stop
-            output.append(token)
-            if len(output) >= max_len:
-                return "length"
-            rows = backend.eval([token], logits_from=0)
-            assert rows is not None
-            row = rows[0]
+    def _verify(
+        self, row0: Logits, draft: Sequence[int], beta: float, unbiased_from: int
+    ) -> tuple[int, Logits]:
+        """Verify ``draft`` against ``row0`` (logits for its first position) and one pass over the draft.
 
-    def _verify_and_continue(
-        self, row0: Logits, draft: list[int], beta: float, output: list[int], max_len: int
-    ) -> tuple[int, str]:
-        """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
+        Returns the accepted length d and the logits for position d. Draft tokens from ``unbiased_from`` on
+        are verified without the bias. The cache keeps exactly the accepted tokens.
+        """
         backend = self.backend
-        if not accepts(row0, draft[0], beta):
-            return 0, self._greedy(row0, output, max_len)
+        if not accepts(row0, draft[0], beta if unbiased_from > 0 else 0.0):
+            return 0, row0
         base = len(backend.cache)
         rows = backend.eval(draft, logits_from=0)  # rows[i] = p_(i+1)
         assert rows is not None
         m = len(draft)
         d = 1
-        while d < m and accepts(rows[d - 1], draft[d], beta):
+        while d < m and accepts(rows[d - 1], draft[d], beta if d < unbiased_from else 0.0):
             d += 1
-        output.extend(draft[:d])
         if not backend.truncate(base + d):
             raise SimulError(
                 f"{backend.model_path}: this model's cache cannot drop part of a sequence, which SSBD needs; "
                 "use --method rt, or a transformer model"
             )
-        if d >= max_len:
-            return d, "length"
         # p_d is rows[d - 1]; it was computed by the pass over the draft, so no extra forward pass.
-        next_row = rows[d - 1]
-        return d, self._greedy(next_row, output, max_len)
+        return d, rows[d - 1]
+
+    def _verify_and_continue(
+        self, row0: Logits, draft: list[int], beta: float, unbiased_from: int, gen: _Generation
+    ) -> None:
+        """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
+        d, row = self._verify(row0, draft, beta, unbiased_from)
+        gen.output.extend(draft[:d])
+        gen.accepted = d
+        if d >= gen.max_len:
+            gen.stop = "length"
+            return
+        rest = draft[d:] if self.method.resync and d < len(draft) else None
+        self._continue(row, gen, rest)
+
+    def _continue(self, row: Logits, gen: _Generation, rest: list[int] | None) -> None:
+        """Greedy decoding from ``row`` (logits for the next position) until a stop token or the cap.
+
+        With re-synchronisation on, ``rest`` is what remains of the previous output after the divergence:
+        whenever the last n generated tokens occur in it, what followed them there is verified as a new draft.
+        """
+        backend = self.backend
+        n = self.method.resync
+        beta = self.method.beta or 0.0
+        output = gen.output
+        while True:
+            token = int(np.argmax(row))
+            stop = self._stop_reason(token)
+            if stop:
+                gen.stop = stop
+                return
+            output.append(token)
+            if len(output) >= gen.max_len:
+                gen.stop = "length"
+                return
+            rows = backend.eval([token], logits_from=0)
+            assert rows is not None
+            row = rows[0]
+            if rest and len(output) >= n:
+                at = find_ngram(rest, output[-n:])
+                if at >= 0:
+                    proposal = rest[at + n : at + n + gen.max_len - len(output)]
+                    rest = rest[at + n :]
+                    if proposal:
+                        d, row = self._verify(row, proposal, beta, len(proposal))
+                        gen.resync_drafted += len(proposal)
+                        gen.resync_accepted += d
+                        output.extend(proposal[:d])
+                        rest = rest[d:]
+                        if len(output) >= gen.max_len:
+                            gen.stop = "length"
+                            return
+
+
+@dataclass
+class _Generation:
+    """The output of one step as it is built."""
+
+    max_len: int
+    output: list[int] = field(default_factory=list)
+    accepted: int = 0
+    stop: str = ""
+    ending_tokens: int = 0
+    resync_drafted: int = 0
+    resync_accepted: int = 0
 
 
 def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:
@@ -308,3 +401,22 @@ def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:
     lead = len(decoded) - len(decoded.lstrip())
     acc = len(complete_prefix(accepted).decode("utf-8", errors="replace"))
     return max(0, min(len(text), acc - lead))
+
+
+# Sentence-final punctuation and the closing quotes and brackets that may follow it.
+ENDING_CHARS = frozenset(".!?\u3002\uff01\uff1f\u2026\"'\u201c\u201d\u300d\u300f)\uff09]\u00bb")
+
+
+def is_ending_piece(piece: bytes) -> bool:
+    text = piece.decode("utf-8", errors="ignore").strip()
+    return bool(text) and all(ch in ENDING_CHARS for ch in text)
+
+
+def find_ngram(haystack: Sequence[int], needle: Sequence[int]) -> int:
+    """Index of the first occurrence of ``needle`` in ``haystack``, or -1."""
+    n = len(needle)
+    first = needle[0]
+    for i in range(len(haystack) - n + 1):
+        if haystack[i] == first and list(haystack[i : i + n]) == list(needle):
+            return i
+    return -1

@@ -233,13 +233,23 @@ class Interrupted(Exception):
         self.outcome = outcome
 
 
-def methods_for(method: str, beta: float, mask_k: int, mask: str, baseline: bool) -> list[Method]:
+def methods_for(
+    method: str,
+    beta: float,
+    mask_k: int,
+    mask: str,
+    baseline: bool,
+    ending: str = "keep",
+    resync: int = 0,
+) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
         name=method,  # type: ignore[arg-type]
         beta=beta if method == "ssbd" else None,
         mask_k=mask_k,
         mask=mask,  # type: ignore[arg-type]
+        ending=ending,  # type: ignore[arg-type]
+        resync=resync,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

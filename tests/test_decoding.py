@@ -204,3 +204,43 @@ def test_unknown_language_and_empty_source_are_rejected() -> None:
         Stream("a", "en", "xx", (Step("hello", final=True),), None).validate()
     with pytest.raises(ValueError, match="empty source"):
         Stream("a", "en", "de", (Step("  ", final=True),), None).validate()
+
+
+def test_reopened_endings_leave_the_draft(tiny_backend: LlamaBackend) -> None:
+    method = Method("ssbd", beta=0.2, ending="reopen")
+    results = run(tiny_backend, method, make_streams(lag=2))
+    decoder = StreamDecoder(tiny_backend, TEMPLATE, method)
+    for result in results:
+        for previous, record in zip(result.steps, result.steps[1:], strict=False):
+            if record.final:
+                assert record.ending_tokens == 0
+                continue
+            previous_ids = previous.output_ids[: decoder.max_output_tokens(record.source)]
+            assert record.ending_tokens == decoder._ending_length(previous_ids)
+            assert record.draft_tokens == len(previous_ids) - record.ending_tokens
+
+
+def test_unbiased_endings_keep_the_rest_of_the_draft(tiny_backend: LlamaBackend) -> None:
+    results = run(tiny_backend, Method("ssbd", beta=1.0, ending="unbiased"), make_streams(lag=2))
+    for result in results:
+        for record in result.steps:
+            assert record.accepted >= record.draft_tokens - record.ending_tokens
+
+
+def test_resync_is_lossless_at_beta_zero(tiny_backend: LlamaBackend) -> None:
+    plain = run(tiny_backend, Method("ssbd", beta=0.0), make_streams())
+    resynced = run(tiny_backend, Method("ssbd", beta=0.0, resync=1), make_streams())
+    for a, b in zip(plain, resynced, strict=True):
+        for x, y in zip(a.steps, b.steps, strict=True):
+            assert y.resync_accepted <= y.resync_drafted
+            assert x.output_ids == y.output_ids
+
+
+def test_ending_detection() -> None:
+    from simul.decoding import find_ngram, is_ending_piece
+
+    assert (
+        is_ending_piece(b".") and is_ending_piece(" .\u201c".encode()) and is_ending_piece("\u3002".encode())
+    )
+    assert not is_ending_piece(b" Haus") and not is_ending_piece(b",") and not is_ending_piece(b" ")
+    assert find_ngram([5, 1, 2, 3, 1, 2], [1, 2]) == 1 and find_ngram([1, 2], [2, 3]) == -1

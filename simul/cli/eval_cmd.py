@@ -90,6 +90,19 @@ def register(app: typer.Typer) -> None:
                 help="display: hide them from the viewer only; output: also drop them from the draft."
             ),
         ] = "display",
+        ending: Annotated[
+            str,
+            typer.Option(
+                help="Sentence-final draft tokens while the source is not final: keep (the paper), "
+                "unbiased (verified without bias) or reopen (dropped from the draft)."
+            ),
+        ] = "keep",
+        resync: Annotated[
+            int,
+            typer.Option(
+                help="After a divergence, re-draft from the previous output on an n-gram match (0: off)."
+            ),
+        ] = 0,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
@@ -120,7 +133,7 @@ def register(app: typer.Typer) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
-            methods=methods_for(method, beta, mask_k, mask, baseline),
+            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
             engine=EngineSettings(model=model, template=template, n_ctx=n_ctx, threads=threads),
             limit=limit,
             out=out,

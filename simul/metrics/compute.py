@@ -47,7 +47,7 @@ def method_report(
     """Metrics of one method over its stream results (COMET is added separately)."""
     tokenize = get_tokenizer(ne_tokenizer)
     all_steps: list[StepRecord] = [s for r in results for s in r.steps]
-    acc = acceptance((s.draft_tokens, s.accepted, len(s.output_ids)) for s in all_steps)
+    acc = acceptance((s.drafted_total, s.accepted_total, len(s.output_ids)) for s in all_steps)
     spd = speed((len(s.output_ids), s.t_prompt, s.t_gen) for s in all_steps)
 
     raw_tok = [[tokenize(s.output) for s in r.steps] for r in results]
@@ -91,7 +91,7 @@ def method_report(
             "erased_display": erased_d,
             "final_tokens": final_len,
             "latency": _round(lag, 4),
-            "accepted": sum(s.accepted for s in result.steps),
+            "accepted": sum(s.accepted_total for s in result.steps),
             "output_tokens": sum(len(s.output_ids) for s in result.steps),
             "steps": len(result.steps),
         }
