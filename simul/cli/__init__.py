@@ -35,11 +35,12 @@ def _root(
 
 
 def _register() -> None:
-    from simul.cli import eval_cmd, export_cmd, score_cmd
+    from simul.cli import diff_cmd, eval_cmd, export_cmd, score_cmd
 
     eval_cmd.register(app)
     score_cmd.register(app)
     export_cmd.register(app)
+    diff_cmd.register(app)
 
 
 _register()

@@ -1,0 +1,190 @@
+"""`simul diff BASE NEW`: compare two runs, for people (a table) and for CI (exit code 3 on a regression)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from simul.cli.common import err_console, handle_errors, print_json
+from simul.compare import (
+    ALPHA,
+    DEFAULT_MAX_DROP,
+    DEFAULT_MAX_INCREASE,
+    Comparison,
+    Incomparable,
+    MetricRow,
+    compare,
+    parse_thresholds,
+)
+from simul.errors import UsageError
+from simul.metrics.registry import METRICS
+
+EXIT_REGRESSION = 3
+EXIT_INCOMPARABLE = 2
+FORMATS = ("table", "markdown", "json")
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _delta(row: MetricRow) -> str:
+    delta = row.delta
+    return "-" if delta is None else f"{delta:+.3f}"
+
+
+def _noise(row: MetricRow) -> str:
+    b = row.bootstrap
+    if b is None:
+        return ""
+    return f"p={b.p:.3f} [{b.ci_low:+.2f}, {b.ci_high:+.2f}]"
+
+
+def _threshold(row: MetricRow) -> str:
+    if row.threshold is None:
+        return ""
+    return f"{'-' if row.higher_is_better else '+'}{row.threshold:g}"
+
+
+STYLE = {"better": "green", "worse": "yellow", "REGRESSION": "bold red", "within noise": "cyan"}
+
+
+def render_table(comparison: Comparison) -> list[Table]:
+    tables = []
+    for method in comparison.methods:
+        table = Table(title=f"{method.label}", title_justify="left", header_style="bold")
+        for header in ("metric", "base", "new", "delta", "limit", "paired bootstrap", "verdict"):
+            table.add_column(
+                header, justify="left" if header in ("metric", "verdict", "paired bootstrap") else "right"
+            )
+        for row in method.rows:
+            style = STYLE.get(row.verdict, "")
+            table.add_row(
+                METRICS[row.name].title,
+                _num(row.base),
+                _num(row.new),
+                _delta(row),
+                _threshold(row),
+                _noise(row),
+                f"[{style}]{row.verdict}[/]" if style else row.verdict,
+            )
+        streams = method.streams
+        if streams:
+            worst = ", ".join(f"{w['stream']} ({w['chrf_delta']:+.1f})" for w in streams["worst"])
+            table.caption = (
+                f"per stream (sentence chrF): {streams['worse']} worse, {streams['better']} better, "
+                f"{streams['same']} same of {streams['compared']}" + (f"; worst: {worst}" if worst else "")
+            )
+            table.caption_justify = "left"
+        tables.append(table)
+    return tables
+
+
+def render_markdown(comparison: Comparison) -> str:
+    regressions = comparison.regressions
+    lines = [
+        "## simul diff",
+        "",
+        f"base `{comparison.base}` vs new `{comparison.new}`: "
+        + (f"**{len(regressions)} regression(s)**" if regressions else "no regression"),
+        "",
+    ]
+    for note in comparison.notes + [f"not comparable: {r} (forced)" for r in comparison.reasons]:
+        lines.append(f"> {note}")
+    for method in comparison.methods:
+        lines += [
+            "",
+            f"### {method.label}",
+            "",
+            "| metric | base | new | delta | limit | paired bootstrap | verdict |",
+        ]
+        lines.append("|---|---:|---:|---:|---:|---|---|")
+        for row in method.rows:
+            verdict = f"**{row.verdict}**" if row.verdict == "REGRESSION" else row.verdict
+            lines.append(
+                f"| {METRICS[row.name].title} | {_num(row.base)} | {_num(row.new)} | {_delta(row)} | "
+                f"{_threshold(row)} | {_noise(row)} | {verdict} |"
+            )
+        streams = method.streams
+        if streams:
+            lines += [
+                "",
+                f"Per stream (sentence chrF): {streams['worse']} worse, {streams['better']} better, "
+                f"{streams['same']} unchanged of {streams['compared']}.",
+            ]
+            if streams["worst"]:
+                lines += ["", "| stream | chrF delta | base | new |", "|---|---:|---|---|"]
+                for w in streams["worst"]:
+                    base = w["base"].replace("|", "\\|")
+                    new = w["new"].replace("|", "\\|")
+                    lines.append(f"| {w['stream']} | {w['chrf_delta']:+.2f} | {base} | {new} |")
+    return "\n".join(lines) + "\n"
+
+
+def _defaults(values: dict[str, float]) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in values.items())
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("diff")
+    @handle_errors
+    def diff_command(
+        base: Annotated[Path, typer.Argument(help="Baseline run directory (or its run.json).")],
+        new: Annotated[Path, typer.Argument(help="New run directory (or its run.json).")],
+        max_drop: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--max-drop",
+                help="Fail when a higher-is-better metric drops by more, e.g. chrf=0.5 (repeatable; 'none' "
+                f"disables a default). Defaults: {_defaults(DEFAULT_MAX_DROP)}.",
+            ),
+        ] = None,
+        max_increase: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--max-increase",
+                help="Fail when a lower-is-better metric rises by more, e.g. ne=0.05. Defaults: "
+                f"{_defaults(DEFAULT_MAX_INCREASE)}.",
+            ),
+        ] = None,
+        force: Annotated[
+            bool, typer.Option(help="Compare runs over different streams or signatures.")
+        ] = False,
+        bootstrap: Annotated[
+            int, typer.Option(help="Paired bootstrap resamples for chrF, BLEU and COMET (0: off).")
+        ] = 1000,
+        worst: Annotated[int, typer.Option(help="How many of the most degraded streams to list.")] = 5,
+        format: Annotated[
+            str, typer.Option("--format", help="table (stderr), markdown or json (stdout).")
+        ] = "table",
+    ) -> None:
+        """Compare two runs; exit 3 when a metric regresses beyond its threshold (and beyond noise)."""
+        if format not in FORMATS:
+            raise UsageError(f"unknown --format {format!r}; choose one of {', '.join(FORMATS)}")
+        drops = parse_thresholds(max_drop or [], "--max-drop")
+        increases = parse_thresholds(max_increase or [], "--max-increase")
+        try:
+            comparison = compare(
+                base, new, drops, increases, force=force, bootstrap_samples=bootstrap, worst=worst
+            )
+        except Incomparable as exc:
+            err_console.print(f"[bold red]refused:[/] {exc}")
+            raise typer.Exit(code=EXIT_INCOMPARABLE) from None
+        regressions = comparison.regressions
+        if format == "json":
+            print_json({**comparison.to_json(), "exit_code": EXIT_REGRESSION if regressions else 0})
+        elif format == "markdown":
+            typer.echo(render_markdown(comparison), nl=False)
+        else:
+            for note in comparison.notes:
+                err_console.print(f"[dim]note:[/] {note}")
+            for table in render_table(comparison):
+                err_console.print(table)
+        if regressions:
+            listed = ", ".join(f"{METRICS[r.name].title} ({label})" for label, r in regressions)
+            err_console.print(f"[bold red]regression:[/] {listed}")
+            raise typer.Exit(code=EXIT_REGRESSION)
+        err_console.print(f"[green]no regression[/] (alpha {ALPHA} for the paired bootstrap)")
