@@ -1,0 +1,157 @@
+"""`simul sweep`: beta and mask-k sweeps in one process (the paper's Tables 3 and 4), with plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simul.cli.common import err_console, handle_errors, print_json, show_progress
+from simul.cli.eval_cmd import progress_bar
+from simul.engine import EngineSettings
+from simul.errors import UsageError
+from simul.evaluation import EvalRequest, Interrupted, run_evaluation
+from simul.metrics.comet import DEFAULT_COMET_MODEL
+from simul.paths import default_streams_file
+from simul.report import methods_table
+from simul.sweep import (
+    parse_floats,
+    parse_ints,
+    parse_masks,
+    plot_beta,
+    sweep_methods,
+    table3_rows,
+    table4_rows,
+)
+
+TABLE3_COLUMNS = (
+    ("comet", "COMET", ".3f"),
+    ("ne", "NE", ".2f"),
+    ("ad", "A/D", ".1f"),
+    ("ao", "A/O", ".1f"),
+    ("speedup", "Speedup", ".2f"),
+    ("chrf", "chrF", ".1f"),
+    ("tps", "TPS", ".0f"),
+)
+TABLE4_COLUMNS = (
+    ("comet", "COMET", ".3f"),
+    ("ne", "NE", ".2f"),
+    ("ne_display", "NE disp", ".2f"),
+    ("ad", "A/D", ".1f"),
+    ("ao", "A/O", ".1f"),
+    ("speedup", "Speedup", ".2f"),
+    ("chrf", "chrF", ".1f"),
+)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sweep")
+    @handle_errors
+    def sweep_command(
+        beta: Annotated[
+            str, typer.Option(help="SSBD biases, comma-separated.")
+        ] = "0,0.1,0.2,0.3,0.4,0.5,1.0",
+        mask_k: Annotated[
+            str, typer.Option("--mask-k", help="mask-k values, comma-separated (0: none).")
+        ] = "0,3,5",
+        mask: Annotated[
+            str, typer.Option(help="Mask modes to sweep: display and/or output.")
+        ] = "display,output",
+        mask_beta: Annotated[float, typer.Option(help="The SSBD bias used for the mask-k table.")] = 0.2,
+        cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
+        streams: Annotated[
+            Path | None, typer.Option(help="Stream file. Default: the shipped sample.")
+        ] = None,
+        model: Annotated[Path | None, typer.Option(help="A GGUF model. Default: the embedded one.")] = None,
+        template: Annotated[str, typer.Option(help="Prompt template.")] = "auto",
+        limit: Annotated[int | None, typer.Option(help="Only the first N streams.")] = None,
+        threads: Annotated[int | None, typer.Option(help="CPU threads.")] = None,
+        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 2048,
+        out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
+        resume: Annotated[bool, typer.Option(help="Continue an unfinished sweep in --out.")] = False,
+        overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
+        comet_model: Annotated[
+            str, typer.Option(help="COMET model or checkpoint; 'none' to skip.")
+        ] = DEFAULT_COMET_MODEL,
+        ne_tokenizer: Annotated[str, typer.Option(help="Tokenizer for NE.")] = "auto",
+        as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
+    ) -> None:
+        """Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams."""
+        betas = parse_floats(beta, "--beta")
+        if any(not 0 <= b <= 1 for b in betas):
+            raise UsageError("--beta values must be between 0 and 1")
+        ks = parse_ints(mask_k, "--mask-k")
+        masks = parse_masks(mask)
+        methods = sweep_methods(betas, ks, masks, cd, mask_beta)
+        request = EvalRequest(
+            streams_path=streams or default_streams_file(),
+            methods=methods,
+            engine=EngineSettings(model=model, template=template, n_ctx=n_ctx, threads=threads),
+            limit=limit,
+            out=out,
+            resume=resume,
+            overwrite=overwrite,
+            ne_tokenizer=ne_tokenizer,
+            comet_model=comet_model,
+        )
+        with progress_bar(show_progress(quiet)) as bar:
+            task = bar.add_task(f"{len(methods)} methods", total=None)
+            try:
+                outcome = run_evaluation(
+                    request, progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+            except Interrupted as stop:
+                bar.stop()
+                err_console.print(
+                    f"[yellow]interrupted[/] after {stop.outcome.streams_done} streams"
+                    + (f"; continue with --resume --out {out}" if out else "")
+                )
+                raise typer.Exit(code=130) from None
+        rows = outcome.scored.methods_json()
+        t3 = table3_rows(rows)
+        t4 = table4_rows(rows, mask_beta)
+        comet_ok = bool(outcome.scored.comet.get("available"))
+        cfg = outcome.run["config"]
+        pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
+        title = f"{cfg['model']['name']}, {outcome.streams_done} streams {pair}"
+        plots: list[Path] = []
+        if out is not None:
+            plots = plot_beta(rows, out / "sweep-beta", title)
+        if not quiet:
+            err_console.print(
+                methods_table(
+                    t3,
+                    title=f"Table 3: effect of beta ({title})",
+                    columns=TABLE3_COLUMNS,
+                    comet_available=comet_ok,
+                )
+            )
+            if t4:
+                err_console.print(
+                    methods_table(
+                        t4,
+                        title=f"Table 4: mask-k at beta {mask_beta:g}",
+                        columns=TABLE4_COLUMNS,
+                        comet_available=comet_ok,
+                    )
+                )
+            if not comet_ok:
+                err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
+            for path in plots:
+                err_console.print(f"plot: {path}")
+        if as_json:
+            print_json(
+                {
+                    "table3": [{k: r[k] for k in ("label", "name", "beta", "key", "metrics")} for r in t3],
+                    "table4": [
+                        {k: r[k] for k in ("label", "name", "beta", "mask_k", "mask", "key", "metrics")}
+                        for r in t4
+                    ],
+                    "plots": [str(p) for p in plots],
+                    "run_dir": str(out) if out else None,
+                    "comet": outcome.scored.comet,
+                    "signatures": outcome.scored.signatures,
+                }
+            )
