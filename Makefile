@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 STAMP := $(VENV)/.simul-setup
 
-.PHONY: setup demo test test-fast lint check bench clean distclean
+.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline
 
 setup: $(STAMP)
 
@@ -49,3 +49,20 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+# The CI regression check (README, "Regression checks in CI"), on the tiny test model so that it runs in
+# seconds anywhere: evaluate a small stream file and diff it against the baseline run kept in .ci/.
+CI_MODEL := $(VENV)/ci/tiny.gguf
+CI_STREAMS := fixtures/streams/flores200-devtest-en-de-lag3.jsonl
+CI_EVAL = $(BIN)/simul eval --model $(CI_MODEL) --streams $(CI_STREAMS) --limit 8 --comet-model none --quiet
+
+$(CI_MODEL): $(STAMP) simul/testing/tiny_gguf.py
+	@mkdir -p $(dir $@)
+	$(BIN)/python -m simul.testing.tiny_gguf $@
+
+ci-regression: $(CI_MODEL)
+	$(CI_EVAL) --out $(VENV)/ci/run --overwrite
+	$(BIN)/simul diff .ci/baseline-tiny $(VENV)/ci/run --format markdown
+
+ci-baseline: $(CI_MODEL)
+	$(CI_EVAL) --out .ci/baseline-tiny --overwrite
