@@ -35,7 +35,15 @@ def _root(
 
 
 def _register() -> None:
-    from simul.cli import diff_cmd, eval_cmd, export_cmd, score_cmd, show_cmd, sweep_cmd
+    from simul.cli import (
+        diff_cmd,
+        eval_cmd,
+        export_cmd,
+        score_cmd,
+        show_cmd,
+        streams_cmd,
+        sweep_cmd,
+    )
 
     eval_cmd.register(app)
     score_cmd.register(app)
@@ -43,6 +51,7 @@ def _register() -> None:
     diff_cmd.register(app)
     sweep_cmd.register(app)
     show_cmd.register(app)
+    streams_cmd.register(app)
 
 
 _register()

@@ -54,7 +54,7 @@ def read_lines(path: Path) -> list[str]:
     """Sentences of a FLORES file, one per line (or the ``text`` column of a parquet file)."""
     if path.suffix == ".parquet":
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # type: ignore[import-not-found, unused-ignore]
         except ImportError:
             raise SimulError(f"{path} is parquet; install pyarrow to read it (pip install pyarrow)") from None
         table = pq.read_table(path)
@@ -100,6 +100,10 @@ def flores_streams(
             f"{src_path} has {len(sources)} lines but {tgt_path} has {len(targets)}; FLORES files must be "
             "line-aligned (same split, same release)"
         )
+    if start > len(sources):
+        raise SimulError(f"--start {start} is past the last line of {src_path} ({len(sources)} lines)")
+    if limit is not None and limit < 1:
+        raise SimulError(f"--limit must be at least 1, got {limit}")
     end = len(sources) if limit is None else min(len(sources), start - 1 + limit)
     for index in range(start - 1, end):
         line = index + 1

@@ -219,15 +219,19 @@ def write_streams(path: Path, streams: Iterable[Stream]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     count = 0
-    with tmp.open("w", encoding="utf-8") as handle:
-        for stream in streams:
-            try:
-                stream.validate()
-            except ValueError as exc:
-                tmp.unlink(missing_ok=True)
-                raise SimulError(f"refusing to write an invalid stream: {exc}") from None
-            handle.write(dumps_stream(stream) + "\n")
-            count += 1
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for stream in streams:
+                try:
+                    stream.validate()
+                except ValueError as exc:
+                    raise SimulError(f"refusing to write an invalid stream: {exc}") from None
+                handle.write(dumps_stream(stream) + "\n")
+                count += 1
+    except BaseException:
+        # also when the streams come from a generator that fails half-way: no half-written file stays
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return count
 

@@ -1,0 +1,356 @@
+"""`simul streams`: build stream files (FLORES, ACL 60/60, recognizer output) and look inside them."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from simul.cli.common import err_console, handle_errors, print_json
+from simul.errors import SimulError, UsageError
+from simul.languages import get_language
+from simul.streams.acl6060 import acl6060_segments, line_segments, select
+from simul.streams.flores import flores_streams
+from simul.streams.format import Stream, read_streams, write_streams
+from simul.streams.partials import ALIGN_MODES, DEFAULT_MAX_GAP_MS, FORMATS, TIME_UNITS, PartialsImport
+from simul.streams.partials import partial_streams as build_partial_streams
+from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
+from simul.streams.stats import step_changes, stream_stats
+
+streams_app = typer.Typer(
+    name="streams",
+    help="Build stream files (FLORES, ACL 60/60, recognizer partials) and inspect them.",
+    no_args_is_help=True,
+)
+
+OutputOption = Annotated[
+    Path, typer.Option("--output", "-o", help="Stream file to write (JSONL, atomically).")
+]
+StartOption = Annotated[int, typer.Option(help="First segment/sentence to use (1-based line number).")]
+LimitOption = Annotated[int | None, typer.Option(help="Use at most N segments/sentences from --start.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")]
+PartialsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--partials",
+        help="Recognizer output, FILE or TALK=FILE (repeatable; a talk id in the file name also works).",
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(help=f"Format of --partials: {', '.join(FORMATS)} (default: from the file suffix)."),
+]
+TimeUnitOption = Annotated[
+    str | None,
+    typer.Option(
+        help=f"Unit of the times in --partials: {', '.join(TIME_UNITS)} (default: sltev cs, else ms)."
+    ),
+]
+AlignOption = Annotated[
+    str, typer.Option(help=f"Assign recognized words to segments by {' or '.join(ALIGN_MODES)}.")
+]
+MaxGapOption = Annotated[
+    float, typer.Option(help="Words up to this far (ms) outside every segment go to the nearest one.")
+]
+SegmentsOption = Annotated[
+    Path | None,
+    typer.Option(help="Segment YAML ({offset, duration, wav} per segment). Default: found next to the text."),
+]
+
+
+def _summary_line(count: int, output: Path, unaligned: int, what: str) -> None:
+    err_console.print(
+        f"wrote {count} streams to {output}; {unaligned} partials unaligned ({what})",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
+
+
+def _write(output: Path, streams: list[Stream]) -> int:
+    if not streams:
+        raise SimulError(
+            "no streams to write: nothing was selected or the partials reach none of the segments"
+        )
+    return write_streams(output, streams)
+
+
+def _warn(message: str, label: str = "warning") -> None:
+    err_console.print(f"[yellow]{label}:[/] {escape(message)}", soft_wrap=True)
+
+
+def _report_partials(result: PartialsImport) -> None:
+    """Warnings for everything the partials could not cover (never silent)."""
+    for r in result.reports:
+        if r.unaligned_partials or r.unaligned_words:
+            _warn(
+                f"{r.file} (talk {r.talk}): {r.unaligned_partials} of {r.partials} partials and "
+                f"{r.unaligned_words} of {r.words} words could not be aligned to any segment"
+            )
+        if r.segments_without_partials:
+            lines = ", ".join(str(x) for x in r.segments_without_partials[:20])
+            more = "" if len(r.segments_without_partials) <= 20 else ", ..."
+            _warn(
+                f"{len(r.segments_without_partials)} segments of talk {r.talk} got no recognized words and "
+                f"have no stream (lines {lines}{more})"
+            )
+        if r.clamped_times:
+            _warn(
+                f"{r.clamped_times} steps of talk {r.talk} were emitted before their segment started (time 0)"
+            )
+    if result.segments_not_covered:
+        _warn(
+            f"{len(result.segments_not_covered)} selected segments belong to talks without partials and were "
+            "skipped",
+            label="note",
+        )
+
+
+@streams_app.command("flores")
+@handle_errors
+def flores_command(
+    output: OutputOption,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="FLORES-200 or FLORES+ folder. Default: the shipped 50-sentence devtest sample."),
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split: devtest or dev (any split on disk).")] = "devtest",
+    src: Annotated[str, typer.Option(help="Source language (FLORES code or short code).")] = "eng_Latn",
+    tgt: Annotated[str, typer.Option(help="Target language (FLORES code or short code).")] = "deu_Latn",
+    lag: Annotated[int, typer.Option(help="Words (characters for zh/ja) revealed per step.")] = 3,
+    start: StartOption = 1,
+    limit: LimitOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fixed word-lag streams over FLORES: step t reveals the first t*lag words of each sentence."""
+    streams = list(flores_streams(data_dir, split, src, tgt, lag, start=start, limit=limit))
+    count = _write(output, streams)
+    pair = f"{get_language(src).short}->{get_language(tgt).short}"
+    _summary_line(count, output, 0, f"flores200 {split} {pair}, lag {lag}")
+    if as_json:
+        print_json({"output": str(output), "streams": count, "unaligned_partials": 0, "lag": lag})
+
+
+@streams_app.command("acl6060")
+@handle_errors
+def acl6060_command(
+    output: OutputOption,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="ACL 60/60 folder (line-aligned files or the release XML). Default: the shipped sample."
+        ),
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split: dev or eval.")] = "dev",
+    tgt: Annotated[str, typer.Option(help="Target language: de, ja, zh (any language on disk).")] = "de",
+    segments: SegmentsOption = None,
+    partials: PartialsOption = None,
+    partials_format: FormatOption = None,
+    time_unit: TimeUnitOption = None,
+    align: AlignOption = "text",
+    max_gap_ms: MaxGapOption = DEFAULT_MAX_GAP_MS,
+    simulate: Annotated[
+        bool, typer.Option("--simulate", help="Simulate recognizer partials from the segment times.")
+    ] = False,
+    interval_ms: Annotated[
+        float | None, typer.Option(help=f"Simulated partial every N ms (default {DEFAULT_INTERVAL_MS:g}).")
+    ] = None,
+    word_times: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--word-times",
+            help="Word-timed transcript of a talk for --simulate, FILE or TALK=FILE (repeatable).",
+        ),
+    ] = None,
+    revise_rate: Annotated[
+        float | None, typer.Option(help="Share of simulated partials whose last word is first misrecognized.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated revisions.")] = 0,
+    start: StartOption = 1,
+    limit: LimitOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """ACL 60/60 streams (English speech): steps from a recognizer's partials or simulated ones."""
+    if bool(partials) == simulate:
+        raise UsageError("choose the partials: --partials FILE (recognizer output) or --simulate")
+    all_segments, _ = acl6060_segments(data_dir, split, tgt, segments)
+    chosen = select(all_segments, start, limit)
+    tgt_short = get_language(tgt).short
+    summary: dict[str, Any]
+    if simulate:
+        if partials_format is not None or time_unit is not None or align != "text":
+            raise UsageError("--partials-format, --time-unit and --align only apply with --partials")
+        simulated = simulated_streams(
+            all_segments,
+            chosen,
+            tgt_short,
+            interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
+            word_times=word_times or [],
+            revise_rate=0.0 if revise_rate is None else revise_rate,
+            seed=seed,
+        )
+        count = _write(output, simulated.streams)
+        _summary_line(count, output, 0, f"acl6060 {split} en->{tgt_short}, simulated partials")
+        summary = simulated.summary()
+    else:
+        if word_times or interval_ms is not None or revise_rate is not None:
+            raise UsageError("--word-times, --interval-ms and --revise-rate only apply with --simulate")
+        result = build_partial_streams(
+            all_segments,
+            chosen,
+            partials or [],
+            partials_format,
+            tgt_short,
+            "en",
+            time_unit,
+            align,
+            max_gap_ms,
+        )
+        _report_partials(result)
+        count = _write(output, result.streams)
+        formats = ", ".join(sorted({r.format for r in result.reports}))
+        _summary_line(
+            count, output, result.unaligned_partials, f"acl6060 {split} en->{tgt_short}, {formats} partials"
+        )
+        summary = result.summary()
+    if as_json:
+        print_json({"output": str(output), **summary, "streams": count})
+
+
+@streams_app.command("asr")
+@handle_errors
+def asr_command(
+    output: OutputOption,
+    partials: PartialsOption,
+    source: Annotated[
+        Path, typer.Option(help="Reference transcript, one segment per line (e.g. an SLTev .OSt file).")
+    ],
+    tgt: Annotated[str, typer.Option(help="Target language of the streams.")],
+    reference: Annotated[
+        Path | None, typer.Option(help="Reference translation, line-aligned with --source. Default: none.")
+    ] = None,
+    src: Annotated[str, typer.Option(help="Source (spoken) language.")] = "en",
+    name: Annotated[
+        str | None, typer.Option(help="Data set name for stream ids <name>-<line> (default: from --source).")
+    ] = None,
+    talk: Annotated[
+        str | None,
+        typer.Option(help="Talk id of all lines when there is no --segments YAML (default: --name)."),
+    ] = None,
+    segments: SegmentsOption = None,
+    partials_format: FormatOption = None,
+    time_unit: TimeUnitOption = None,
+    align: AlignOption = "text",
+    max_gap_ms: MaxGapOption = DEFAULT_MAX_GAP_MS,
+    start: StartOption = 1,
+    limit: LimitOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Streams from any recognizer output and a line-aligned transcript (and translation)."""
+    if not partials:
+        raise UsageError("pass the recognizer output with --partials FILE")
+    dataset = name or source.name.split(".")[0]
+    all_segments = line_segments(source, reference, dataset, talk or dataset, segments)
+    chosen = select(all_segments, start, limit)
+    src_short, tgt_short = get_language(src).short, get_language(tgt).short
+    result = build_partial_streams(
+        all_segments, chosen, partials, partials_format, tgt_short, src_short, time_unit, align, max_gap_ms
+    )
+    _report_partials(result)
+    count = _write(output, result.streams)
+    formats = ", ".join(sorted({r.format for r in result.reports}))
+    _summary_line(
+        count, output, result.unaligned_partials, f"{dataset} {src_short}->{tgt_short}, {formats} partials"
+    )
+    if as_json:
+        print_json({"output": str(output), **result.summary(), "streams": count})
+
+
+def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
+    table = Table(title=f"simul streams stats: {path.name}", show_header=True)
+    table.add_column("", style="bold")
+    table.add_column("value", justify="right")
+
+    def spread(key: str) -> str:
+        s = stats[key]
+        return f"mean {s['mean']:g}, median {s['median']:g}, max {s['max']:g}"
+
+    unit = stats["unit"] + "s"
+    table.add_row("streams", str(stats["streams"]))
+    table.add_row("languages", ", ".join(f"{k} ({v})" for k, v in stats["languages"].items()))
+    table.add_row("steps", str(stats["steps"]))
+    table.add_row("steps per stream", spread("steps_per_stream"))
+    table.add_row(f"{unit} added per step", spread("added_per_step"))
+    table.add_row(f"final source {unit}", spread("final_length"))
+    table.add_row("steps that revise", f"{stats['revise_share']:.1%} ({stats['revising_steps']})")
+    table.add_row("... before the final step", f"{stats['revise_share_before_final']:.1%}")
+    table.add_row("timed streams", f"{stats['timed_streams']} of {stats['streams']}")
+    if "final_time_ms" in stats:
+        table.add_row("final step time (ms)", spread("final_time_ms"))
+    table.add_row("simulated streams", str(stats["simulated_streams"]))
+    table.add_row("with reference", str(stats["with_reference"]))
+    if "partials" in stats:
+        table.add_row("partials (files)", f"{stats['partials']} ({stats['partials_files']})")
+        table.add_row("unaligned partials", str(stats["unaligned_partials"]))
+        table.add_row("unaligned words", str(stats["unaligned_words"]))
+    return table
+
+
+@streams_app.command("stats")
+@handle_errors
+def stats_command(
+    path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON on stdout.")] = False,
+) -> None:
+    """Streams, steps per stream, units added per step, share of revising steps, timing."""
+    stats = {"file": str(path), **stream_stats(read_streams(path))}
+    err_console.print(_stats_table(path, stats))
+    if as_json:
+        print_json(stats)
+
+
+def _find_stream(path: Path, stream_id: str) -> Stream:
+    streams = read_streams(path)
+    for stream in streams:
+        if stream.id == stream_id:
+            return stream
+    close = difflib.get_close_matches(stream_id, [s.id for s in streams], n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; ids look like {streams[0].id}"
+    raise SimulError(f"no stream {stream_id!r} in {path}{hint}")
+
+
+@streams_app.command("show")
+@handle_errors
+def show_command(
+    path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
+    stream_id: Annotated[str, typer.Option("--id", help="Id of the stream to show.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the stream record as JSON on stdout.")
+    ] = False,
+) -> None:
+    """The steps of one stream, with their times and how each changes the previous one."""
+    stream = _find_stream(path, stream_id)
+    table = Table(
+        title=f"{stream.id} ({stream.src}->{stream.tgt}, {len(stream.steps)} steps)",
+        caption=f"reference: {stream.reference}" if stream.reference is not None else "no reference",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("time ms", justify="right")
+    table.add_column("change")
+    table.add_column("+/-", justify="right")
+    table.add_column("source", overflow="fold")
+    for index, (step, change) in enumerate(zip(stream.steps, step_changes(stream), strict=True)):
+        time = "-" if step.time_ms is None else f"{step.time_ms:.0f}"
+        kind = change.kind + (" (final)" if step.final else "")
+        table.add_row(str(index), time, kind, f"+{change.added} -{change.removed}", step.source)
+    err_console.print(table)
+    if as_json:
+        print_json(stream.to_json())
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(streams_app, name="streams")
