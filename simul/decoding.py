@@ -61,6 +61,11 @@ class StepRecord:
     ending_tokens: int = 0
     resync_drafted: int = 0
     resync_accepted: int = 0
+    # where the time went, in seconds: forward passes over the prompt, over drafts (verification, and CD's
+    # re-encoding of its draft), and one token at a time (decoding); the rest of t_prompt + t_gen is Python
+    t_prompt_eval: float = 0.0
+    t_verify: float = 0.0
+    t_decode: float = 0.0
 
     @property
     def new_tokens(self) -> int:
@@ -87,6 +92,9 @@ class StepRecord:
             "ending_tokens": self.ending_tokens,
             "resync_drafted": self.resync_drafted,
             "resync_accepted": self.resync_accepted,
+            "t_prompt_eval": round(self.t_prompt_eval, 6),
+            "t_verify": round(self.t_verify, 6),
+            "t_decode": round(self.t_decode, 6),
         }
 
     @classmethod
@@ -238,14 +246,18 @@ class StreamDecoder:
         reused = backend.reuse_prefix(prompt)
         pending = prompt[reused:]
         cd_draft = method.name == "cd" and bool(draft)
+        te = time.perf_counter()
         rows = backend.eval(pending, logits_from=None if cd_draft else len(pending) - 1)
         t1 = time.perf_counter()
+        t_prompt_eval = t1 - te
 
         if method.name == "rt" or not draft:
             assert rows is not None
             self._continue(rows[0], gen, rest=None)
         elif method.name == "cd":
+            te = time.perf_counter()
             rows = backend.eval(draft, logits_from=len(draft) - 1)
+            gen.t_verify += time.perf_counter() - te
             assert rows is not None
             gen.output.extend(draft)
             gen.accepted = len(draft)
@@ -284,6 +296,9 @@ class StreamDecoder:
             ending_tokens=gen.ending_tokens,
             resync_drafted=gen.resync_drafted,
             resync_accepted=gen.resync_accepted,
+            t_prompt_eval=t_prompt_eval,
+            t_verify=gen.t_verify,
+            t_decode=gen.t_decode,
         )
 
     # -- decoding primitives --------------------------------------------------------------------------------
@@ -303,7 +318,7 @@ class StreamDecoder:
         return None
 
     def _verify(
-        self, row0: Logits, draft: Sequence[int], beta: float, unbiased_from: int
+        self, row0: Logits, draft: Sequence[int], beta: float, unbiased_from: int, gen: _Generation
     ) -> tuple[int, Logits]:
         """Verify ``draft`` against ``row0`` (logits for its first position) and one pass over the draft.
 
@@ -314,7 +329,9 @@ class StreamDecoder:
         if not accepts(row0, draft[0], beta if unbiased_from > 0 else 0.0):
             return 0, row0
         base = len(backend.cache)
+        te = time.perf_counter()
         rows = backend.eval(draft, logits_from=0)  # rows[i] = p_(i+1)
+        gen.t_verify += time.perf_counter() - te
         assert rows is not None
         m = len(draft)
         d = 1
@@ -332,7 +349,7 @@ class StreamDecoder:
         self, row0: Logits, draft: list[int], beta: float, unbiased_from: int, gen: _Generation
     ) -> None:
         """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
-        d, row = self._verify(row0, draft, beta, unbiased_from)
+        d, row = self._verify(row0, draft, beta, unbiased_from, gen)
         gen.output.extend(draft[:d])
         gen.accepted = d
         if d >= gen.max_len:
@@ -361,7 +378,9 @@ class StreamDecoder:
             if len(output) >= gen.max_len:
                 gen.stop = "length"
                 return
+            te = time.perf_counter()
             rows = backend.eval([token], logits_from=0)
+            gen.t_decode += time.perf_counter() - te
             assert rows is not None
             row = rows[0]
             if rest and len(output) >= n:
@@ -370,7 +389,7 @@ class StreamDecoder:
                     proposal = rest[at + n : at + n + gen.max_len - len(output)]
                     rest = rest[at + n :]
                     if proposal:
-                        d, row = self._verify(row, proposal, beta, len(proposal))
+                        d, row = self._verify(row, proposal, beta, len(proposal), gen)
                         gen.resync_drafted += len(proposal)
                         gen.resync_accepted += d
                         output.extend(proposal[:d])
@@ -391,6 +410,8 @@ class _Generation:
     ending_tokens: int = 0
     resync_drafted: int = 0
     resync_accepted: int = 0
+    t_verify: float = 0.0
+    t_decode: float = 0.0
 
 
 def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:

@@ -36,6 +36,7 @@ def _root(
 
 def _register() -> None:
     from simul.cli import (
+        bench_cmd,
         diff_cmd,
         eval_cmd,
         export_cmd,
@@ -51,6 +52,7 @@ def _register() -> None:
     diff_cmd.register(app)
     sweep_cmd.register(app)
     show_cmd.register(app)
+    bench_cmd.register(app)
     streams_cmd.register(app)
 
 

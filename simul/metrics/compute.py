@@ -43,6 +43,7 @@ def method_report(
     ne_tokenizer: str,
     rt_results: Mapping[str, StreamResult] | None = None,
     rt_tps: float | None = None,
+    rt_tps_e2e: float | None = None,
 ) -> MethodReport:
     """Metrics of one method over its stream results (COMET is added separately)."""
     tokenize = get_tokenizer(ne_tokenizer)
@@ -110,6 +111,9 @@ def method_report(
         agreement = 100.0 * same / total if total else None
 
     method_speedup = 1.0 if method.name == "rt" else (speedup(spd.tps, rt_tps) if rt_tps else None)
+    method_speedup_e2e = (
+        1.0 if method.name == "rt" else (speedup(spd.tps_e2e, rt_tps_e2e) if rt_tps_e2e else None)
+    )
     ideal = acc.ideal_speedup
     efficiency = method_speedup / ideal if (method_speedup is not None and ideal) else None
     metrics: dict[str, float | None] = {
@@ -122,6 +126,8 @@ def method_report(
         "ao": round(acc.ao, 2),
         "tps": round(spd.tps, 2),
         "speedup": _round(method_speedup, 3),
+        "tps_e2e": round(spd.tps_e2e, 2),
+        "speedup_e2e": _round(method_speedup_e2e, 3),
         "ideal_speedup": _round(ideal, 3),
         "efficiency": _round(efficiency, 3),
         "latency": _round(sum(lags) / len(lags), 4) if lags else None,
@@ -140,6 +146,15 @@ def method_report(
         "final_tokens": ne.final_tokens,
         "gen_seconds": round(spd.gen_seconds, 4),
         "prompt_seconds": round(spd.prompt_seconds, 4),
+        "prompt_eval_seconds": round(sum(s.t_prompt_eval for s in all_steps), 4),
+        "verify_seconds": round(sum(s.t_verify for s in all_steps), 4),
+        "decode_seconds": round(sum(s.t_decode for s in all_steps), 4),
+        "ending_tokens": sum(s.ending_tokens for s in all_steps),
+        "resync_drafted": sum(s.resync_drafted for s in all_steps),
+        "resync_accepted": sum(s.resync_accepted for s in all_steps),
+        "frozen_steps": sum(
+            1 for s in all_steps if s.draft_tokens and s.accepted == s.draft_tokens and s.new_tokens == 0
+        ),
         "signatures": signatures,
         "latency_unit": "ms"
         if all(s.time_ms is not None for s in all_steps) and all_steps
@@ -176,6 +191,7 @@ def reports_for(
                 ne_tokenizer,
                 rt_results=rt_map,
                 rt_tps=rt_report.metrics["tps"] if rt_report else None,
+                rt_tps_e2e=rt_report.metrics["tps_e2e"] if rt_report else None,
             )
         )
     return reports

@@ -29,6 +29,16 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("ao", True, "A/O", "accepted draft tokens / output tokens, percent"),
         MetricInfo("tps", True, "TPS", "output tokens per second of generation time", timing=True),
         MetricInfo("speedup", True, "Speedup", "TPS / TPS of RT in the same run", timing=True),
+        MetricInfo(
+            "tps_e2e",
+            True,
+            "TPS e2e",
+            "output tokens per second of update time, prompt included",
+            timing=True,
+        ),
+        MetricInfo(
+            "speedup_e2e", True, "Speedup e2e", "TPS e2e / TPS e2e of RT in the same run", timing=True
+        ),
         MetricInfo("ideal_speedup", True, "Ideal", "1 / (1 - A/O): speedup if verification were free"),
         MetricInfo("efficiency", True, "Eff.", "speedup / ideal speedup", timing=True),
         MetricInfo("latency", False, "LAAL", "length-adaptive average lagging of finalised displayed tokens"),

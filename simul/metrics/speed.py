@@ -2,6 +2,7 @@
 
     TPS = sum over steps of output tokens emitted at the update / sum over steps of t_gen
     speedup = TPS(method) / TPS(RT), both measured in the same run on the same streams
+    TPS e2e = the same tokens / sum over steps of (t_prompt + t_gen); speedup e2e likewise
 
 t_gen starts once the prompt has been processed and includes SSBD's verification pass. The end-to-end time
 of an update (t_prompt + t_gen) is reported as its 50th and 95th percentiles (linear interpolation between
@@ -28,6 +29,12 @@ class Speed:
     @property
     def tps(self) -> float:
         return self.output_tokens / self.gen_seconds if self.gen_seconds > 0 else 0.0
+
+    @property
+    def tps_e2e(self) -> float:
+        """Output tokens per second of whole updates (prompt included): the figure a live system feels."""
+        total = self.gen_seconds + self.prompt_seconds
+        return self.output_tokens / total if total > 0 else 0.0
 
 
 def speed(steps: Iterable[tuple[int, float, float]]) -> Speed:

@@ -1,0 +1,178 @@
+"""`simul bench`: RT, SSBD and CD on the same streams, with where the time goes.
+
+It runs `simul eval`'s code path (one model load, methods interleaved stream by stream) and adds the split of
+update time into prompt evaluation, draft verification, one-token decoding and the rest (tokenizing, argmax,
+acceptance tests, detokenizing: Python-side work).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from simul.cli.common import err_console, handle_errors, print_json, show_progress
+from simul.cli.eval_cmd import progress_bar
+from simul.engine import EngineSettings
+from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.methods import Method
+from simul.paths import default_streams_file
+from simul.report import fmt
+
+
+def time_split(counts: dict[str, Any]) -> dict[str, float]:
+    """Shares (percent) of total update time spent in each part."""
+    total = counts["prompt_seconds"] + counts["gen_seconds"]
+    if total <= 0:
+        return {"prompt": 0.0, "verify": 0.0, "decode": 0.0, "python": 0.0}
+    prompt = counts["prompt_eval_seconds"]
+    verify = counts["verify_seconds"]
+    decode = counts["decode_seconds"]
+    return {
+        "prompt": round(100 * prompt / total, 1),
+        "verify": round(100 * verify / total, 1),
+        "decode": round(100 * decode / total, 1),
+        "python": round(100 * (total - prompt - verify - decode) / total, 1),
+    }
+
+
+def bench_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
+    rows = []
+    for method in outcome.scored.methods_json():
+        counts = method["counts"]
+        rows.append(
+            {
+                "key": method["key"],
+                "label": method["label"],
+                "metrics": method["metrics"],
+                "time_split": time_split(counts),
+                "seconds": {
+                    k: counts[k]
+                    for k in (
+                        "prompt_seconds",
+                        "gen_seconds",
+                        "prompt_eval_seconds",
+                        "verify_seconds",
+                        "decode_seconds",
+                    )
+                },
+                "frozen_steps": counts["frozen_steps"],
+                "steps": counts["steps"],
+            }
+        )
+    return rows
+
+
+def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title, header_style="bold", caption_justify="left")
+    columns = [
+        ("Method", None),
+        ("TPS", ("tps", ".0f")),
+        ("Speedup", ("speedup", ".2f")),
+        ("Ideal", ("ideal_speedup", ".2f")),
+        ("Eff.", ("efficiency", ".2f")),
+        ("A/D", ("ad", ".1f")),
+        ("A/O", ("ao", ".1f")),
+        ("p50 ms", ("p50_update_ms", ".0f")),
+        ("p95 ms", ("p95_update_ms", ".0f")),
+        ("TPS e2e", ("tps_e2e", ".0f")),
+        ("Spd e2e", ("speedup_e2e", ".2f")),
+        ("chrF", ("chrf", ".1f")),
+    ]
+    for header, _ in columns:
+        table.add_column(header, justify="left" if header == "Method" else "right", no_wrap=True)
+    for part in ("prompt", "verify", "decode", "python"):
+        table.add_column(f"{part} %", justify="right", no_wrap=True)
+    table.add_column("frozen", justify="right")
+    for row in rows:
+        cells = [row["label"]]
+        for _, spec in columns[1:]:
+            assert spec is not None
+            cells.append(fmt(row["metrics"].get(spec[0]), spec[1]))
+        cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
+        cells.append(f"{row['frozen_steps']}/{row['steps']}")
+        table.add_row(*cells)
+    table.caption = (
+        "TPS: output tokens per second of generation (after the prompt; SSBD's verification included), as in "
+        "the paper; e2e: per second of whole updates. Eff. = speedup / ideal, ideal = 1/(1-A/O). "
+        "frozen: steps that kept the whole draft and decoded nothing new."
+    )
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("bench")
+    @handle_errors
+    def bench_command(
+        streams: Annotated[
+            Path | None, typer.Option(help="Stream file. Default: the shipped sample.")
+        ] = None,
+        beta: Annotated[float, typer.Option(help="SSBD bias.")] = 0.2,
+        ending: Annotated[str, typer.Option(help="SSBD ending option: keep, unbiased or reopen.")] = "keep",
+        resync: Annotated[int, typer.Option(help="SSBD re-synchronisation n-gram (0: off).")] = 0,
+        compare_options: Annotated[
+            bool,
+            typer.Option(
+                "--options/--no-options",
+                help="Also run SSBD with the given ending/resync next to plain SSBD.",
+            ),
+        ] = False,
+        cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
+        model: Annotated[Path | None, typer.Option(help="A GGUF model. Default: the embedded one.")] = None,
+        template: Annotated[str, typer.Option(help="Prompt template.")] = "auto",
+        limit: Annotated[int | None, typer.Option(help="Only the first N streams.")] = None,
+        threads: Annotated[int | None, typer.Option(help="CPU threads.")] = None,
+        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 2048,
+        out: Annotated[Path | None, typer.Option(help="Also write the run directory here.")] = None,
+        overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+    ) -> None:
+        """Measure decoding speed of RT, SSBD and CD on the same streams, and where the time goes."""
+        methods = [Method("rt")]
+        options = {"ending": ending, "resync": resync}
+        if compare_options:
+            methods.append(Method("ssbd", beta=beta))
+        methods.append(Method("ssbd", beta=beta, **options))  # type: ignore[arg-type]
+        if cd:
+            methods.append(Method("cd"))
+        request = EvalRequest(
+            streams_path=streams or default_streams_file(),
+            methods=list({m.key: m for m in methods}.values()),
+            engine=EngineSettings(model=model, template=template, n_ctx=n_ctx, threads=threads),
+            limit=limit,
+            out=out,
+            overwrite=overwrite,
+            comet_model="none",
+        )
+        with progress_bar(show_progress(quiet)) as bar:
+            task = bar.add_task("benchmark", total=None)
+            try:
+                outcome = run_evaluation(
+                    request, progress=lambda d, t: bar.update(task, completed=d, total=t)
+                )
+            except Interrupted:
+                bar.stop()
+                err_console.print("[yellow]interrupted[/]: no figures from a partial benchmark")
+                raise typer.Exit(code=130) from None
+        rows = bench_rows(outcome)
+        cfg = outcome.run["config"]
+        title = (
+            f"simul bench: {cfg['model']['name']}, {outcome.streams_done} streams "
+            f"{cfg['streams']['src']}->{cfg['streams']['tgt']}, {cfg['threads']} threads"
+        )
+        if not quiet:
+            err_console.print(bench_table(rows, title))
+        if as_json:
+            print_json(
+                {
+                    "methods": rows,
+                    "model": cfg["model"]["name"],
+                    "streams": outcome.streams_done,
+                    "threads": cfg["threads"],
+                    "cpu": outcome.run["environment"]["cpu"],
+                    "run_dir": str(out) if out else None,
+                }
+            )
