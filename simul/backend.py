@@ -28,7 +28,7 @@ GGUF_MAGIC = b"GGUF"
 _init_lock = threading.Lock()
 _backend_ready = False
 # llama.cpp's log lines, kept (not printed) so that a failure can quote them.
-LLAMA_LOG: deque[str] = deque(maxlen=50)
+LLAMA_LOG: deque[str] = deque(maxlen=400)
 _log_callback: object = None
 
 

@@ -162,12 +162,20 @@ class StreamDecoder:
         method: Method,
         max_len_ratio: float = 2.0,
         max_len_slack: int = 10,
+        fuse: bool = False,
+        verify_chunk: int = 0,
     ) -> None:
         self.backend = backend
         self.template = template
         self.method = method
         self.max_len_ratio = max_len_ratio
         self.max_len_slack = max_len_slack
+        # Hot-path options (they do not change the algorithm, only how the forward passes are cut):
+        # ``fuse`` evaluates the rest of the prompt and the draft in one pass (the pass then counts as
+        # generation time, so the paper's TPS becomes a conservative figure); ``verify_chunk`` verifies long
+        # drafts in chunks of that many tokens and stops at the first rejection (0: the whole draft at once).
+        self.fuse = fuse
+        self.verify_chunk = verify_chunk
 
     # -- prompt ---------------------------------------------------------------------------------------------
 
@@ -245,18 +253,23 @@ class StreamDecoder:
                 unbiased_from = len(draft) - ending
         reused = backend.reuse_prefix(prompt)
         pending = prompt[reused:]
+        fused = self.fuse and bool(draft) and method.name != "rt"
         cd_draft = method.name == "cd" and bool(draft)
+        rows: Logits | None = None
         te = time.perf_counter()
-        rows = backend.eval(pending, logits_from=None if cd_draft else len(pending) - 1)
+        if not fused:
+            rows = backend.eval(pending, logits_from=None if cd_draft else len(pending) - 1)
         t1 = time.perf_counter()
-        t_prompt_eval = t1 - te
+        t_prompt_eval = 0.0 if fused else t1 - te
+        lead = pending if fused else []
 
         if method.name == "rt" or not draft:
             assert rows is not None
             self._continue(rows[0], gen, rest=None)
         elif method.name == "cd":
             te = time.perf_counter()
-            rows = backend.eval(draft, logits_from=len(draft) - 1)
+            tokens = [*lead, *draft]
+            rows = backend.eval(tokens, logits_from=len(tokens) - 1)
             gen.t_verify += time.perf_counter() - te
             assert rows is not None
             gen.output.extend(draft)
@@ -266,8 +279,9 @@ class StreamDecoder:
             else:
                 self._continue(rows[0], gen, rest=None)
         else:
-            assert rows is not None and method.beta is not None
-            self._verify_and_continue(rows[0], draft, method.beta, unbiased_from, gen)
+            assert method.beta is not None
+            first = rows[0] if rows is not None else None
+            self._verify_and_continue(first, draft, method.beta, unbiased_from, gen, lead)
         t2 = time.perf_counter()
 
         output = gen.output
@@ -318,38 +332,76 @@ class StreamDecoder:
         return None
 
     def _verify(
-        self, row0: Logits, draft: Sequence[int], beta: float, unbiased_from: int, gen: _Generation
+        self,
+        first: Logits | None,
+        draft: Sequence[int],
+        beta: float,
+        unbiased_from: int,
+        gen: _Generation,
+        lead: Sequence[int] = (),
     ) -> tuple[int, Logits]:
-        """Verify ``draft`` against ``row0`` (logits for its first position) and one pass over the draft.
+        """Verify ``draft`` and keep exactly its accepted prefix in the cache.
 
-        Returns the accepted length d and the logits for position d. Draft tokens from ``unbiased_from`` on
-        are verified without the bias. The cache keeps exactly the accepted tokens.
+        ``first`` holds the logits for the draft's first position (p_0); the draft itself goes through one
+        forward pass (or one per ``verify_chunk`` tokens, stopping at the first rejection), so the logits
+        p_1..p_m come with its keys and values. With ``lead`` (the rest of the prompt, when fused) p_0 comes
+        from the same pass and ``first`` is None. D_i is accepted while it is the argmax of the biased
+        mixture (see :func:`accepts`); tokens from ``unbiased_from`` on are verified without the bias.
+        Returns the accepted length d and p_d, the logits for the next position: no extra forward pass.
         """
         backend = self.backend
-        if not accepts(row0, draft[0], beta if unbiased_from > 0 else 0.0):
-            return 0, row0
-        base = len(backend.cache)
-        te = time.perf_counter()
-        rows = backend.eval(draft, logits_from=0)  # rows[i] = p_(i+1)
-        gen.t_verify += time.perf_counter() - te
-        assert rows is not None
         m = len(draft)
-        d = 1
-        while d < m and accepts(rows[d - 1], draft[d], beta if d < unbiased_from else 0.0):
-            d += 1
-        if not backend.truncate(base + d):
+        chunk = self.verify_chunk if self.verify_chunk > 0 else m
+
+        def bias(i: int) -> float:
+            return beta if i < unbiased_from else 0.0
+
+        row = first
+        pos = 0  # draft[:pos] is accepted and in the cache; ``row`` (when known) is p_pos
+        while pos < m:
+            if row is not None and not accepts(row, draft[pos], bias(pos)):
+                return pos, row
+            part = draft[pos : pos + chunk]
+            head = list(lead) if pos == 0 else []
+            te = time.perf_counter()
+            rows = backend.eval([*head, *part], logits_from=len(head) - 1 if head else 0)
+            gen.t_verify += time.perf_counter() - te
+            assert rows is not None
+            if head:  # the fused pass also gave p_0
+                if not accepts(rows[0], draft[0], bias(0)):
+                    self._truncate(len(backend.cache) - len(part))
+                    return 0, rows[0]
+                rows = rows[1:]
+            # rows[j] = p_(pos + j + 1); draft[pos] is accepted, check the rest of the part
+            j = 1
+            while j < len(part) and accepts(rows[j - 1], draft[pos + j], bias(pos + j)):
+                j += 1
+            if j < len(part):
+                self._truncate(len(backend.cache) - (len(part) - j))
+                return pos + j, rows[j - 1]
+            pos += len(part)
+            row = rows[len(part) - 1]
+        assert row is not None
+        return m, row
+
+    def _truncate(self, n: int) -> None:
+        if not self.backend.truncate(n):
             raise SimulError(
-                f"{backend.model_path}: this model's cache cannot drop part of a sequence, which SSBD needs; "
-                "use --method rt, or a transformer model"
+                f"{self.backend.model_path}: this model's cache cannot drop part of a sequence, which SSBD "
+                "needs; use --method rt, or a transformer model"
             )
-        # p_d is rows[d - 1]; it was computed by the pass over the draft, so no extra forward pass.
-        return d, rows[d - 1]
 
     def _verify_and_continue(
-        self, row0: Logits, draft: list[int], beta: float, unbiased_from: int, gen: _Generation
+        self,
+        first: Logits | None,
+        draft: list[int],
+        beta: float,
+        unbiased_from: int,
+        gen: _Generation,
+        lead: Sequence[int] = (),
     ) -> None:
         """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
-        d, row = self._verify(row0, draft, beta, unbiased_from, gen)
+        d, row = self._verify(first, draft, beta, unbiased_from, gen, lead)
         gen.output.extend(draft[:d])
         gen.accepted = d
         if d >= gen.max_len:

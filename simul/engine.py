@@ -30,6 +30,8 @@ class EngineSettings:
     threads: int | None = None
     max_len_ratio: float = 2.0
     max_len_slack: int = 10
+    fuse: bool = False  # evaluate the rest of the prompt and the draft in one forward pass
+    verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -71,6 +73,8 @@ class Engine:
             method,
             max_len_ratio=self.settings.max_len_ratio,
             max_len_slack=self.settings.max_len_slack,
+            fuse=self.settings.fuse,
+            verify_chunk=self.settings.verify_chunk,
         )
 
     def preflight(self, streams: Sequence[Stream]) -> None:

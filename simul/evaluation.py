@@ -120,6 +120,8 @@ def run_evaluation(
             "threads": engine.backend.n_threads,
             "max_len_ratio": engine.settings.max_len_ratio,
             "max_len_slack": engine.settings.max_len_slack,
+            "fuse": engine.settings.fuse,
+            "verify_chunk": engine.settings.verify_chunk,
             "ne_tokenizer": ne_tok,
             "comet_model": request.comet_model,
             "comet_batch_size": request.comet_batch_size,

@@ -219,6 +219,8 @@ _RESUME_KEYS = (
     "max_len_ratio",
     "max_len_slack",
     "ne_tokenizer",
+    "fuse",
+    "verify_chunk",
 )
 
 

@@ -244,3 +244,25 @@ def test_ending_detection() -> None:
     )
     assert not is_ending_piece(b" Haus") and not is_ending_piece(b",") and not is_ending_piece(b" ")
     assert find_ngram([5, 1, 2, 3, 1, 2], [1, 2]) == 1 and find_ngram([1, 2], [2, 3]) == -1
+
+
+@pytest.mark.parametrize(("fuse", "chunk"), [(True, 0), (False, 3), (True, 4)])
+def test_fused_and_chunked_verification_keep_the_outputs(
+    tiny_backend: LlamaBackend, fuse: bool, chunk: int
+) -> None:
+    """How the passes are cut must not change what SSBD keeps (exact on this F32 model)."""
+    streams = make_streams()
+    for method in (Method("ssbd", beta=0.2), Method("ssbd", beta=0.0, resync=1), Method("cd")):
+        plain = run(tiny_backend, method, streams)
+        tiny_backend.reset()
+        decoder = StreamDecoder(tiny_backend, TEMPLATE, method, fuse=fuse, verify_chunk=chunk)
+        cut = [decoder.decode(s) for s in streams]
+        for a, b in zip(plain, cut, strict=True):
+            for x, y in zip(a.steps, b.steps, strict=True):
+                assert (x.output_ids, x.accepted, x.draft_tokens) == (
+                    y.output_ids,
+                    y.accepted,
+                    y.draft_tokens,
+                )
+                if fuse and y.draft_tokens:
+                    assert y.t_prompt_eval == 0.0 and y.t_verify > 0

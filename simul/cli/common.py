@@ -7,7 +7,8 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -54,3 +55,29 @@ def print_json(obj: Any) -> None:
 
 def show_progress(quiet: bool) -> bool:
     return not quiet and err_console.is_terminal
+
+
+# Options shared by the commands that decode (eval, sweep, bench): one definition each.
+ModelOpt = Annotated[
+    Path | None, typer.Option("--model", help="A GGUF model. Default: the embedded gemma-3-270m.")
+]
+TemplateOpt = Annotated[
+    str, typer.Option("--template", help="Prompt template: auto, chat, fewshot, plain, tower, qwen3.")
+]
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for llama.cpp.")]
+NCtxOpt = Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")]
+FuseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fuse/--no-fuse",
+        help="Evaluate the rest of the prompt and the draft in one forward pass (the pass then counts as "
+        "generation time).",
+    ),
+]
+VerifyChunkOpt = Annotated[
+    int,
+    typer.Option(
+        "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
+    ),
+]

@@ -15,14 +15,25 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from simul.cli.common import err_console, handle_errors, print_json, show_progress
+from simul.cli.common import (
+    FuseOpt,
+    LimitOpt,
+    ModelOpt,
+    NCtxOpt,
+    TemplateOpt,
+    ThreadsOpt,
+    VerifyChunkOpt,
+    err_console,
+    handle_errors,
+    print_json,
+    show_progress,
+)
 from simul.engine import EngineSettings
 from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, methods_for, run_evaluation, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 from simul.paths import default_streams_file
 from simul.report import methods_table
-from simul.templates import TEMPLATE_NAMES
 
 
 def progress_bar(enabled: bool) -> Progress:
@@ -107,15 +118,13 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
         ] = True,
-        model: Annotated[
-            Path | None, typer.Option(help="A GGUF model. Default: the embedded gemma-3-270m.")
-        ] = None,
-        template: Annotated[
-            str, typer.Option(help=f"Prompt template: {', '.join(TEMPLATE_NAMES)}.")
-        ] = "auto",
-        limit: Annotated[int | None, typer.Option(help="Evaluate only the first N streams.")] = None,
-        threads: Annotated[int | None, typer.Option(help="CPU threads for llama.cpp.")] = None,
-        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 2048,
+        model: ModelOpt = None,
+        template: TemplateOpt = "auto",
+        limit: LimitOpt = None,
+        threads: ThreadsOpt = None,
+        n_ctx: NCtxOpt = 2048,
+        fuse: FuseOpt = False,
+        verify_chunk: VerifyChunkOpt = 0,
         out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
         resume: Annotated[bool, typer.Option(help="Continue an unfinished run in --out.")] = False,
         overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
@@ -134,7 +143,14 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
-            engine=EngineSettings(model=model, template=template, n_ctx=n_ctx, threads=threads),
+            engine=EngineSettings(
+                model=model,
+                template=template,
+                n_ctx=n_ctx,
+                threads=threads,
+                fuse=fuse,
+                verify_chunk=verify_chunk,
+            ),
             limit=limit,
             out=out,
             resume=resume,

@@ -7,7 +7,19 @@ from typing import Annotated
 
 import typer
 
-from simul.cli.common import err_console, handle_errors, print_json, show_progress
+from simul.cli.common import (
+    FuseOpt,
+    LimitOpt,
+    ModelOpt,
+    NCtxOpt,
+    TemplateOpt,
+    ThreadsOpt,
+    VerifyChunkOpt,
+    err_console,
+    handle_errors,
+    print_json,
+    show_progress,
+)
 from simul.cli.eval_cmd import progress_bar
 from simul.engine import EngineSettings
 from simul.errors import UsageError
@@ -63,11 +75,13 @@ def register(app: typer.Typer) -> None:
         streams: Annotated[
             Path | None, typer.Option(help="Stream file. Default: the shipped sample.")
         ] = None,
-        model: Annotated[Path | None, typer.Option(help="A GGUF model. Default: the embedded one.")] = None,
-        template: Annotated[str, typer.Option(help="Prompt template.")] = "auto",
-        limit: Annotated[int | None, typer.Option(help="Only the first N streams.")] = None,
-        threads: Annotated[int | None, typer.Option(help="CPU threads.")] = None,
-        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 2048,
+        model: ModelOpt = None,
+        template: TemplateOpt = "auto",
+        limit: LimitOpt = None,
+        threads: ThreadsOpt = None,
+        n_ctx: NCtxOpt = 2048,
+        fuse: FuseOpt = False,
+        verify_chunk: VerifyChunkOpt = 0,
         out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
         resume: Annotated[bool, typer.Option(help="Continue an unfinished sweep in --out.")] = False,
         overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
@@ -88,7 +102,14 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
-            engine=EngineSettings(model=model, template=template, n_ctx=n_ctx, threads=threads),
+            engine=EngineSettings(
+                model=model,
+                template=template,
+                n_ctx=n_ctx,
+                threads=threads,
+                fuse=fuse,
+                verify_chunk=verify_chunk,
+            ),
             limit=limit,
             out=out,
             resume=resume,
