@@ -15,6 +15,7 @@ from simul.decoding import StepRecord, StreamResult
 from simul.engine import Engine, EngineSettings
 from simul.environment import environment, now
 from simul.errors import SimulError
+from simul.hashing import sha256_file
 from simul.methods import Method
 from simul.metrics.comet import CometScorer, load_comet
 from simul.metrics.tokenizers import resolve_ne_tokenizer
@@ -25,7 +26,7 @@ from simul.rundir import (
     RunWriter,
 )
 from simul.scoring import Scored, higher_is_better, score
-from simul.streams.format import Stream, file_sha256, read_streams
+from simul.streams.format import Stream, read_streams
 
 
 @dataclass
@@ -106,7 +107,7 @@ def run_evaluation(
         config: dict[str, Any] = {
             "streams": {
                 "path": str(request.streams_path),
-                "sha256": file_sha256(request.streams_path),
+                "sha256": sha256_file(request.streams_path),
                 "limit": request.limit,
                 "count": len(streams),
                 "src": streams[0].src,

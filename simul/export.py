@@ -18,8 +18,7 @@ from typing import Any
 
 from simul.decoding import StreamResult
 from simul.languages import get_language
-from simul.metrics.erasure import common_prefix_length
-from simul.metrics.latency import source_positions
+from simul.metrics.latency import finalisation_steps, source_positions
 from simul.streams.format import Stream
 
 
@@ -42,13 +41,7 @@ def instances(result: StreamResult, stream: Stream, index: int) -> dict[str, Any
         total += (s.t_prompt + s.t_gen) * 1000.0
         compute_ms.append(total)
     final = displays[-1]
-    finalised_at = [0] * len(final)
-    stable = len(final)
-    for t in range(len(displays) - 1, -1, -1):
-        agree = min(stable, common_prefix_length(displays[t], final))
-        for j in range(agree, stable):
-            finalised_at[j] = t + 1
-        stable = agree
+    finalised_at = finalisation_steps(displays)
     delays = [positions[t] for t in finalised_at]
     elapsed = [positions[t] + compute_ms[t] for t in finalised_at] if timed else [0.0] * len(final)
     return {

@@ -22,8 +22,9 @@ from typing import Any
 
 from simul.decoding import StepRecord, StreamResult
 from simul.errors import SimulError
+from simul.hashing import sha256_file
 from simul.methods import Method
-from simul.streams.format import Stream, dumps_stream, file_sha256, iter_streams
+from simul.streams.format import Stream, dumps_stream, iter_streams
 
 SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
@@ -152,7 +153,7 @@ class RunWriter:
         for name in (STEPS_FILE, PER_STREAM_FILE):
             (path / name).unlink(missing_ok=True)
         write_atomic(path / STREAMS_FILE, "".join(dumps_stream(s) + "\n" for s in streams))
-        run["config"]["streams"]["evaluated_sha256"] = file_sha256(path / STREAMS_FILE)
+        run["config"]["streams"]["evaluated_sha256"] = sha256_file(path / STREAMS_FILE)
         run["status"] = STATUS_RUNNING
         writer = cls(path, run)
         writer.save()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
 
@@ -30,3 +32,18 @@ def lag_stream(stream_id: str, source: str, reference: str | None, lag: int = 3,
 
 def make_streams(lag: int = 3) -> list[Stream]:
     return [lag_stream(f"s{i}", src, ref, lag) for i, (src, ref) in enumerate(SENTENCES)]
+
+
+def eval_args(model: Path, streams: Path, *extra: str) -> list[str]:
+    """`simul eval` arguments for a quiet run without COMET on the given model and streams."""
+    return [
+        "eval",
+        "--model",
+        str(model),
+        "--streams",
+        str(streams),
+        "--comet-model",
+        "none",
+        "--quiet",
+        *extra,
+    ]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.streams.format import write_streams
-from tests.helpers import make_streams
+from tests.helpers import eval_args, make_streams
 
 runner = CliRunner()
 NO_NE = ("--max-increase", "ne=none", "--max-increase", "ne_display=none")
@@ -26,18 +26,7 @@ def base_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     out = root / "base"
     result = runner.invoke(
         app,
-        [
-            "eval",
-            "--model",
-            str(tiny_model),
-            "--streams",
-            str(streams),
-            "--comet-model",
-            "none",
-            "--quiet",
-            "--out",
-            str(out),
-        ],
+        eval_args(tiny_model, streams, "--out", str(out)),
     )
     assert result.exit_code == 0, result.output
     return out
@@ -133,18 +122,7 @@ def test_mismatched_streams_are_refused(base_run: Path, tiny_model: Path, tmp_pa
     other = tmp_path / "other"
     made = runner.invoke(
         app,
-        [
-            "eval",
-            "--model",
-            str(tiny_model),
-            "--streams",
-            str(streams),
-            "--comet-model",
-            "none",
-            "--quiet",
-            "--out",
-            str(other),
-        ],
+        eval_args(tiny_model, streams, "--out", str(other)),
     )
     assert made.exit_code == 0, made.output
     code, _, err = diff(str(base_run), str(other))

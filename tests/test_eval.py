@@ -15,7 +15,7 @@ from simul.methods import Method
 from simul.metrics.registry import METRICS
 from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
 from simul.streams.format import write_streams
-from tests.helpers import make_streams
+from tests.helpers import eval_args, make_streams
 
 runner = CliRunner()
 QUALITY = [name for name, info in METRICS.items() if not info.timing]
@@ -26,20 +26,6 @@ def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
     write_streams(path, make_streams())
     return path
-
-
-def eval_args(model: Path, streams: Path, *extra: str) -> list[str]:
-    return [
-        "eval",
-        "--model",
-        str(model),
-        "--streams",
-        str(streams),
-        "--comet-model",
-        "none",
-        "--quiet",
-        *extra,
-    ]
 
 
 def test_eval_json_and_run_directory(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:

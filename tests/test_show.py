@@ -12,7 +12,7 @@ from simul.cli import app
 from simul.decoding import StepRecord
 from simul.show import output_spans, source_spans
 from simul.streams.format import Step, Stream, write_streams
-from tests.helpers import make_streams
+from tests.helpers import eval_args, make_streams
 
 runner = CliRunner()
 
@@ -101,21 +101,7 @@ def run_dir(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.exit_code == 0, result.output
     out_ja = root / "run-ja"
     result = runner.invoke(
-        app,
-        [
-            "eval",
-            "--model",
-            str(tiny_model),
-            "--streams",
-            str(root / "ja.jsonl"),
-            "--comet-model",
-            "none",
-            "--out",
-            str(out_ja),
-            "--quiet",
-            "--mask-k",
-            "2",
-        ],
+        app, eval_args(tiny_model, root / "ja.jsonl", "--out", str(out_ja), "--mask-k", "2")
     )
     assert result.exit_code == 0, result.output
     return root

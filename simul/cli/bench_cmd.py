@@ -24,11 +24,9 @@ from simul.cli.common import (
     err_console,
     handle_errors,
     print_json,
-    show_progress,
 )
-from simul.cli.eval_cmd import progress_bar
-from simul.engine import EngineSettings
-from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.cli.running import engine_settings, run_with_progress
+from simul.evaluation import EvalOutcome, EvalRequest
 from simul.methods import Method
 from simul.paths import default_streams_file
 from simul.report import fmt
@@ -155,29 +153,13 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=list({m.key: m for m in methods}.values()),
-            engine=EngineSettings(
-                model=model,
-                template=template,
-                n_ctx=n_ctx,
-                threads=threads,
-                fuse=fuse,
-                verify_chunk=verify_chunk,
-            ),
+            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk),
             limit=limit,
             out=out,
             overwrite=overwrite,
             comet_model="none",
         )
-        with progress_bar(show_progress(quiet)) as bar:
-            task = bar.add_task("benchmark", total=None)
-            try:
-                outcome = run_evaluation(
-                    request, progress=lambda d, t: bar.update(task, completed=d, total=t)
-                )
-            except Interrupted:
-                bar.stop()
-                err_console.print("[yellow]interrupted[/]: no figures from a partial benchmark")
-                raise typer.Exit(code=130) from None
+        outcome = run_with_progress(request, quiet, "benchmark")
         rows = bench_rows(outcome)
         cfg = outcome.run["config"]
         title = (

@@ -6,14 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from simul.cli.common import (
     FuseOpt,
@@ -26,27 +18,13 @@ from simul.cli.common import (
     err_console,
     handle_errors,
     print_json,
-    show_progress,
 )
-from simul.engine import EngineSettings
-from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, methods_for, run_evaluation, summary_json
+from simul.cli.running import engine_settings, run_with_progress
+from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 from simul.paths import default_streams_file
 from simul.report import methods_table
-
-
-def progress_bar(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        disable=not enabled,
-        transient=False,
-    )
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
@@ -143,14 +121,7 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
-            engine=EngineSettings(
-                model=model,
-                template=template,
-                n_ctx=n_ctx,
-                threads=threads,
-                fuse=fuse,
-                verify_chunk=verify_chunk,
-            ),
+            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk),
             limit=limit,
             out=out,
             resume=resume,
@@ -160,23 +131,10 @@ def register(app: typer.Typer) -> None:
             comet_batch_size=comet_batch_size,
             require_comet=require_comet,
         )
-        with progress_bar(show_progress(quiet)) as bar:
-            task = bar.add_task("decoding streams", total=None)
-
-            def on_progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            def on_comet() -> None:
-                bar.update(task, description="scoring")
-
-            try:
-                outcome = run_evaluation(request, progress=on_progress, on_comet_loading=on_comet)
-            except Interrupted as stop:
-                bar.stop()
-                print_outcome(stop.outcome, as_json, quiet)
-                err_console.print(
-                    "[yellow]interrupted:[/] finished streams are kept"
-                    + (f"; continue with --resume --out {out}" if out else "")
-                )
-                raise typer.Exit(code=130) from None
+        outcome = run_with_progress(
+            request,
+            quiet,
+            "decoding streams",
+            on_interrupt=lambda partial: print_outcome(partial, as_json, quiet),
+        )
         print_outcome(outcome, as_json, quiet)

@@ -18,12 +18,10 @@ from simul.cli.common import (
     err_console,
     handle_errors,
     print_json,
-    show_progress,
 )
-from simul.cli.eval_cmd import progress_bar
-from simul.engine import EngineSettings
+from simul.cli.running import engine_settings, run_with_progress
 from simul.errors import UsageError
-from simul.evaluation import EvalRequest, Interrupted, run_evaluation
+from simul.evaluation import EvalRequest
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table
@@ -102,14 +100,7 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
-            engine=EngineSettings(
-                model=model,
-                template=template,
-                n_ctx=n_ctx,
-                threads=threads,
-                fuse=fuse,
-                verify_chunk=verify_chunk,
-            ),
+            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk),
             limit=limit,
             out=out,
             resume=resume,
@@ -117,19 +108,7 @@ def register(app: typer.Typer) -> None:
             ne_tokenizer=ne_tokenizer,
             comet_model=comet_model,
         )
-        with progress_bar(show_progress(quiet)) as bar:
-            task = bar.add_task(f"{len(methods)} methods", total=None)
-            try:
-                outcome = run_evaluation(
-                    request, progress=lambda done, total: bar.update(task, completed=done, total=total)
-                )
-            except Interrupted as stop:
-                bar.stop()
-                err_console.print(
-                    f"[yellow]interrupted[/] after {stop.outcome.streams_done} streams"
-                    + (f"; continue with --resume --out {out}" if out else "")
-                )
-                raise typer.Exit(code=130) from None
+        outcome = run_with_progress(request, quiet, f"{len(methods)} methods")
         rows = outcome.scored.methods_json()
         t3 = table3_rows(rows)
         t4 = table4_rows(rows, mask_beta)

@@ -28,23 +28,26 @@ from collections.abc import Sequence
 from simul.metrics.erasure import common_prefix_length
 
 
-def finalisation_delays(displays: Sequence[Sequence[str]], positions: Sequence[float]) -> list[float]:
-    """d_j for every token of the final display (``displays[-1]``), given each step's source position."""
+def finalisation_steps(displays: Sequence[Sequence[str]]) -> list[int]:
+    """For every token of the final display (``displays[-1]``), the first step from which it never changes."""
     if not displays:
         return []
     final = displays[-1]
-    delays = [0.0] * len(final)
+    steps = [0] * len(final)
     # Walk backwards keeping the minimum prefix agreement with the final display seen so far.
     stable = len(final)
     for t in range(len(displays) - 1, -1, -1):
         agree = min(stable, common_prefix_length(displays[t], final))
         # tokens agree..stable-1 are stable from step t+1 on, but not at step t
         for j in range(agree, stable):
-            delays[j] = positions[t + 1]
+            steps[j] = t + 1
         stable = agree
-    for j in range(stable):
-        delays[j] = positions[0]
-    return delays
+    return steps
+
+
+def finalisation_delays(displays: Sequence[Sequence[str]], positions: Sequence[float]) -> list[float]:
+    """d_j for every token of the final display, given each step's source position."""
+    return [positions[t] for t in finalisation_steps(displays)]
 
 
 def laal(delays: Sequence[float], source_length: float, reference_length: int) -> float | None:

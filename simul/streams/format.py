@@ -14,7 +14,6 @@ Exactly the last step is final. ``reference`` may be null when there is none.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -234,11 +233,3 @@ def write_streams(path: Path, streams: Iterable[Stream]) -> int:
         raise
     os.replace(tmp, path)
     return count
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

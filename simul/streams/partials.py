@@ -53,8 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from simul.errors import SimulError, UsageError
+from simul.hashing import sha256_file
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
-from simul.streams.format import Step, Stream, file_sha256
+from simul.streams.format import Step, Stream
 
 FORMATS = ("sltev", "whisper-streaming", "jsonl")
 TIME_UNITS: dict[str, float] = {"ms": 1.0, "cs": 10.0, "s": 1000.0}
@@ -643,7 +644,7 @@ def partial_streams(
             time_unit=parsed.time_unit,
             align=align,
             talk=talk,
-            sha256=file_sha256(parsed.path),
+            sha256=sha256_file(parsed.path),
             partials=result.partials,
             empty_partials=result.empty_partials,
             unaligned_partials=result.unaligned_partials,
