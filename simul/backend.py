@@ -283,6 +283,15 @@ class LlamaBackend:
         self.truncate(n)
         return len(self.cache)
 
+    def warm_up(self) -> None:
+        """Run a batch and a one-token pass once, so that the first measured update does not pay for paging
+        in the weights and allocating buffers (which would fall on whichever method runs first)."""
+        tokens = self.tokenize("Warm-up: the quick brown fox jumps over the lazy dog.", add_special=True)
+        rows = self.eval(tokens[: max(2, min(len(tokens), 16))], logits_from=0)
+        assert rows is not None
+        self.eval([int(np.argmax(rows[-1]))], logits_from=0)
+        self.reset()
+
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)  # type: ignore[attr-defined]
         self.cache.clear()

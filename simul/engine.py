@@ -60,6 +60,7 @@ class Engine:
         self.backend = LlamaBackend(
             path, n_ctx=settings.n_ctx, n_threads=settings.threads or default_threads()
         )
+        self.backend.warm_up()
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)
 
