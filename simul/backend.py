@@ -12,7 +12,7 @@ import contextlib
 import ctypes
 import os
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from simul.errors import SimulError
 Logits = npt.NDArray[np.float32]
 
 GGUF_MAGIC = b"GGUF"
+TOKENIZE_CACHE = 4096  # texts remembered by LlamaBackend.tokenize
 _init_lock = threading.Lock()
 _backend_ready = False
 # llama.cpp's log lines, kept (not printed) so that a failure can quote them.
@@ -155,6 +156,7 @@ class LlamaBackend:
             self._batch.seq_id[i][0] = 0
         self.cache: list[int] = []
         self._pieces: dict[int, bytes] = {}
+        self._tokens: OrderedDict[tuple[str, bool, bool], tuple[int, ...]] = OrderedDict()
         self._eog: dict[int, bool] = {}
         self.info = ModelInfo(
             path=str(model_path),
@@ -214,6 +216,20 @@ class LlamaBackend:
     # -- tokens ---------------------------------------------------------------------------------------------
 
     def tokenize(self, text: str, add_special: bool = False, parse_special: bool = False) -> list[int]:
+        """Tokens of ``text``. Recent results are remembered: every method of an evaluation builds the same
+        prompts for the same steps, so they are tokenized once."""
+        key = (text, add_special, parse_special)
+        cached = self._tokens.get(key)
+        if cached is not None:
+            self._tokens.move_to_end(key)
+            return list(cached)
+        tokens = self._tokenize(text, add_special, parse_special)
+        self._tokens[key] = tuple(tokens)
+        if len(self._tokens) > TOKENIZE_CACHE:
+            self._tokens.popitem(last=False)
+        return tokens
+
+    def _tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
         data = text.encode("utf-8")
         size = len(data) + 8
         buf = (ctypes.c_int32 * size)()

@@ -147,7 +147,7 @@ def accepts(row: Logits, token: int, beta: float) -> bool:
         return False
     if beta >= 0.5:  # q[b] - q[token] <= 1 <= beta / (1 - beta)
         return True
-    z = float(np.exp(row.astype(np.float64) - top).sum())
+    z = float(np.exp(row - np.float32(top)).sum(dtype=np.float64))
     gap = (1.0 - np.exp(own - top)) / z  # q[best] - q[token]
     return bool(gap <= beta / (1.0 - beta))
 
