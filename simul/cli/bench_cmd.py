@@ -93,8 +93,8 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
     ]
     for header, _ in columns:
         table.add_column(header, justify="left" if header == "Method" else "right", no_wrap=True)
-    for part in ("prompt", "verify", "decode", "python"):
-        table.add_column(f"{part} %", justify="right", no_wrap=True)
+    for part in ("prompt%", "verify%", "decode%", "py%"):
+        table.add_column(part, justify="right", no_wrap=True)
     table.add_column("frozen", justify="right")
     for row in rows:
         cells = [row["label"]]
@@ -107,7 +107,8 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
     table.caption = (
         "TPS: output tokens per second of generation (after the prompt; SSBD's verification included), as in "
         "the paper; e2e: per second of whole updates. Eff. = speedup / ideal, ideal = 1/(1-A/O). "
-        "frozen: steps that kept the whole draft and decoded nothing new."
+        "frozen: steps that kept the whole draft and decoded nothing new. prompt/verify/decode/py%: shares "
+        "of update time in prompt passes, draft passes, one-token passes and the rest (Python)."
     )
     return table
 

@@ -1,0 +1,46 @@
+"""`simul bench` on the tiny model: the methods, the figures and the split of update time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simul.cli import app
+from simul.streams.format import write_streams
+from tests.helpers import make_streams
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("extra", [[], ["--fuse", "--verify-chunk", "4", "--ending", "reopen", "--options"]])
+def test_bench_reports_speed_and_where_time_goes(tiny_model: Path, tmp_path: Path, extra: list[str]) -> None:
+    streams = tmp_path / "streams.jsonl"
+    write_streams(streams, make_streams())
+    result = runner.invoke(
+        app, ["bench", "--model", str(tiny_model), "--streams", str(streams), "--json", *extra]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    keys = [m["key"] for m in doc["methods"]]
+    if extra:
+        assert keys == ["rt", "ssbd-b0.2", "ssbd-b0.2-reopen-ending", "cd"]
+    else:
+        assert keys == ["rt", "ssbd-b0.2", "cd"]
+    for method in doc["methods"]:
+        split = method["time_split"]
+        assert sum(split.values()) == pytest.approx(100.0, abs=0.3)
+        assert all(v >= 0 for v in split.values())
+        metrics = method["metrics"]
+        assert (
+            metrics["tps"] > 0
+            and metrics["tps_e2e"] > 0
+            and metrics["p95_update_ms"] >= metrics["p50_update_ms"]
+        )
+        if method["key"] == "rt":
+            assert split["verify"] == 0.0 and metrics["speedup"] == 1.0
+        else:
+            assert metrics["ideal_speedup"] >= 1.0 and metrics["efficiency"] is not None
+    assert "simul bench" in result.stderr and "verify%" in result.stderr
