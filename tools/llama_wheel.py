@@ -92,7 +92,8 @@ def main() -> int:
             "-w",
             tmp,
         ]
-        done = subprocess.run(cmd, env=env, check=False)
+        # pip's progress goes to stderr: stdout carries only the wheel path, for the Makefile to read
+        done = subprocess.run(cmd, env=env, check=False, stdout=sys.stderr)
         if done.returncode != 0:
             print("building llama-cpp-python failed; see the compiler output above", file=sys.stderr)
             return done.returncode
