@@ -23,7 +23,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -352,6 +352,9 @@ class StreamDecoder:
         backend = self.backend
         m = len(draft)
         chunk = self.verify_chunk if self.verify_chunk > 0 else m
+        # With beta >= 0.5 a biased draft token is accepted whatever the logits say (see accepts), so those
+        # positions need no logits: only the rows from the first unbiased position on are computed.
+        certain = unbiased_from if beta >= 0.5 else 0
 
         def bias(i: int) -> float:
             return beta if i < unbiased_from else 0.0
@@ -359,28 +362,28 @@ class StreamDecoder:
         row = first
         pos = 0  # draft[:pos] is accepted and in the cache; ``row`` (when known) is p_pos
         while pos < m:
-            if row is not None and not accepts(row, draft[pos], bias(pos)):
+            if row is not None and pos >= certain and not accepts(row, draft[pos], bias(pos)):
                 return pos, row
             part = draft[pos : pos + chunk]
             head = list(lead) if pos == 0 else []
+            end = pos + len(part)
+            # p_i comes from batch index len(head) - 1 + (i - pos); the first row asked for is p_i0
+            i0 = max(pos if head else pos + 1, min(certain, end))
+            base = len(head) - 1 - pos
             te = time.perf_counter()
-            rows = backend.eval([*head, *part], logits_from=len(head) - 1 if head else 0)
+            rows = backend.eval([*head, *part], logits_from=base + i0)
             gen.t_verify += time.perf_counter() - te
             assert rows is not None
-            if head:  # the fused pass also gave p_0
-                if not accepts(rows[0], draft[0], bias(0)):
-                    self._truncate(len(backend.cache) - len(part))
-                    return 0, rows[0]
-                rows = rows[1:]
-            # rows[j] = p_(pos + j + 1); draft[pos] is accepted, check the rest of the part
-            j = 1
-            while j < len(part) and accepts(rows[j - 1], draft[pos + j], bias(pos + j)):
-                j += 1
-            if j < len(part):
-                self._truncate(len(backend.cache) - (len(part) - j))
-                return pos + j, rows[j - 1]
-            pos += len(part)
-            row = rows[len(part) - 1]
+
+            def p(i: int, rows: Logits = rows, i0: int = i0) -> Logits:
+                return cast(Logits, rows[i - i0])
+
+            for i in range(pos if head else pos + 1, end):
+                if i >= certain and not accepts(p(i), draft[i], bias(i)):
+                    self._truncate(len(backend.cache) - (end - i))
+                    return i, p(i)
+            pos = end
+            row = p(pos)
         assert row is not None
         return m, row
 

@@ -266,3 +266,13 @@ def test_fused_and_chunked_verification_keep_the_outputs(
                 )
                 if fuse and y.draft_tokens:
                     assert y.t_prompt_eval == 0.0 and y.t_verify > 0
+
+
+def test_high_beta_needs_no_logits_and_matches_cd(tiny_backend: LlamaBackend) -> None:
+    """With beta >= 0.5 every biased draft token is accepted, so SSBD computes no verification logits for
+    them and decodes exactly what CD decodes."""
+    streams = make_streams()
+    cd = run(tiny_backend, Method("cd"), streams)
+    high = run(tiny_backend, Method("ssbd", beta=0.5), streams)
+    for a, b in zip(cd, high, strict=True):
+        assert [s.output_ids for s in a.steps] == [s.output_ids for s in b.steps]
