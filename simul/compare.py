@@ -5,7 +5,8 @@ metrics where higher is better, ``--max-increase`` where lower is better). For c
 bootstrap over streams (Koehn, 2004, "Statistical Significance Tests for Machine Translation Evaluation")
 tells whether the change is beyond noise: streams are resampled with replacement, both runs are scored on
 each resample, and p is the share of resamples in which the difference does not have the observed sign.
-A threshold crossed with p >= alpha is reported as *within noise* and does not fail the comparison.
+A threshold crossed with p >= alpha is reported as *within noise*; it still counts as a regression (the
+threshold decides), unless the caller allows noise (``simul diff --allow-noise``), which then lets it pass.
 """
 
 from __future__ import annotations
@@ -271,10 +272,13 @@ class Comparison:
     methods: list[MethodComparison]
     reasons: list[str]
     notes: list[str]
+    allow_noise: bool = False
 
     @property
     def regressions(self) -> list[tuple[str, MetricRow]]:
-        return [(m.label, r) for m in self.methods for r in m.rows if r.verdict == "REGRESSION"]
+        """Metrics past their threshold; those within noise too, unless noise is allowed."""
+        failing = {"REGRESSION"} if self.allow_noise else {"REGRESSION", "within noise"}
+        return [(m.label, r) for m in self.methods for r in m.rows if r.verdict in failing]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -284,7 +288,11 @@ class Comparison:
             "reasons": self.reasons,
             "notes": self.notes,
             "methods": [m.to_json() for m in self.methods],
-            "regressions": [{"method": label, "metric": r.name} for label, r in self.regressions],
+            "regressions": [
+                {"method": label, "metric": r.name, "within_noise": r.verdict == "within noise"}
+                for label, r in self.regressions
+            ],
+            "allow_noise": self.allow_noise,
         }
 
 
@@ -296,6 +304,7 @@ def compare(
     force: bool = False,
     bootstrap_samples: int = 1000,
     worst: int = 5,
+    allow_noise: bool = False,
 ) -> Comparison:
     base, new = load_side(base_path), load_side(new_path)
     reasons = incompatibilities(base.run, new.run)
@@ -324,7 +333,7 @@ def compare(
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)
-    return Comparison(base_path, new_path, comparisons, reasons, notes)
+    return Comparison(base_path, new_path, comparisons, reasons, notes, allow_noise)
 
 
 def _add_paired_statistics(

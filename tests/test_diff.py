@@ -81,9 +81,8 @@ def test_regression_exits_3(base_run: Path, tmp_path: Path) -> None:
     code, out, err = diff(str(better), str(worse), "--format", "json")
     assert code == 3, err
     doc = json.loads(out)
-    assert {"method": next(m["label"] for m in doc["methods"] if m["new"] != "rt"), "metric": "chrf"} in doc[
-        "regressions"
-    ]
+    label = next(m["label"] for m in doc["methods"] if m["new"] != "rt")
+    assert {"method": label, "metric": "chrf", "within_noise": False} in doc["regressions"]
     chrf = next(r for m in doc["methods"] if m["new"] != "rt" for r in m["metrics"] if r["name"] == "chrf")
     assert chrf["bootstrap"]["p"] < 0.05 and chrf["crossed"]
     ssbd = next(m for m in doc["methods"] if m["new"] != "rt")
@@ -93,27 +92,21 @@ def test_regression_exits_3(base_run: Path, tmp_path: Path) -> None:
     assert code == 0
 
 
-def test_change_within_noise_does_not_fail(base_run: Path, tmp_path: Path) -> None:
+def test_change_within_noise_is_reported_as_such(base_run: Path, tmp_path: Path) -> None:
     better = variant(base_run, tmp_path / "better", lambda sid, ref: ref)
-    one_worse = variant(
-        better, tmp_path / "one", lambda sid, ref: ref[: len(ref) // 2] if sid == "s0" else None
-    )
-    code, out, _ = diff(
-        str(better),
-        str(one_worse),
-        "--max-drop",
-        "chrf=0",
-        "--max-drop",
-        "bleu=0",
-        "--format",
-        "json",
-        *NO_NE,
-    )
-    assert code == 0
-    chrf = next(
-        r for m in json.loads(out)["methods"] if m["new"] != "rt" for r in m["metrics"] if r["name"] == "chrf"
-    )
+    one_worse = variant(better, tmp_path / "one", lambda sid, ref: ref[: len(ref) // 2] if sid == "s0" else None)
+    args = (str(better), str(one_worse), "--max-drop", "chrf=0", "--max-drop", "bleu=0", "--format", "json", *NO_NE)
+    # the threshold decides the exit code ...
+    code, out, _ = diff(*args)
+    assert code == 3
+    doc = json.loads(out)
+    chrf = next(r for m in doc["methods"] if m["new"] != "rt" for r in m["metrics"] if r["name"] == "chrf")
     assert chrf["crossed"] and chrf["verdict"] == "within noise" and chrf["bootstrap"]["p"] >= 0.05
+    assert {"chrf"} <= {r["metric"] for r in doc["regressions"] if r["within_noise"]}
+    # ... unless changes within noise are allowed to pass
+    code, out, err = diff(*args, "--allow-noise")
+    assert code == 0 and "within noise allowed" in err
+    assert json.loads(out)["regressions"] == []
 
 
 def test_mismatched_streams_are_refused(base_run: Path, tiny_model: Path, tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ R = TypeVar("R")
 # Humans read stderr (tables, progress, warnings); machines read stdout (--json) and files.
 err_console = Console(stderr=True, highlight=False)
 if not err_console.is_terminal and "COLUMNS" not in os.environ:
-    # Logs and CI output: wide enough for the results table instead of Rich's 80-column default.
-    err_console.width = 160
+    # Logs and CI output: wide enough for the results tables instead of Rich's 80-column default.
+    err_console.width = 200
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:

@@ -157,6 +157,14 @@ def register(app: typer.Typer) -> None:
             int, typer.Option(help="Paired bootstrap resamples for chrF, BLEU and COMET (0: off).")
         ] = 1000,
         worst: Annotated[int, typer.Option(help="How many of the most degraded streams to list.")] = 5,
+        allow_noise: Annotated[
+            bool,
+            typer.Option(
+                "--allow-noise",
+                help="Let a threshold crossing pass when the paired bootstrap finds it within noise "
+                "(p >= 0.05).",
+            ),
+        ] = False,
         format: Annotated[
             str, typer.Option("--format", help="table (stderr), markdown or json (stdout).")
         ] = "table",
@@ -168,7 +176,14 @@ def register(app: typer.Typer) -> None:
         increases = parse_thresholds(max_increase or [], "--max-increase")
         try:
             comparison = compare(
-                base, new, drops, increases, force=force, bootstrap_samples=bootstrap, worst=worst
+                base,
+                new,
+                drops,
+                increases,
+                force=force,
+                bootstrap_samples=bootstrap,
+                worst=worst,
+                allow_noise=allow_noise,
             )
         except Incomparable as exc:
             err_console.print(f"[bold red]refused:[/] {exc}")
@@ -184,7 +199,12 @@ def register(app: typer.Typer) -> None:
             for table in render_table(comparison):
                 err_console.print(table)
         if regressions:
-            listed = ", ".join(f"{METRICS[r.name].title} ({label})" for label, r in regressions)
+            listed = ", ".join(
+                f"{METRICS[r.name].title} ({label}{', within noise' if r.verdict == 'within noise' else ''})"
+                for label, r in regressions
+            )
             err_console.print(f"[bold red]regression:[/] {listed}")
             raise typer.Exit(code=EXIT_REGRESSION)
-        err_console.print(f"[green]no regression[/] (alpha {ALPHA} for the paired bootstrap)")
+        noted = sum(1 for m in comparison.methods for r in m.rows if r.verdict == "within noise")
+        extra = f"; {noted} threshold crossing(s) within noise allowed" if noted else ""
+        err_console.print(f"[green]no regression[/] (alpha {ALPHA} for the paired bootstrap{extra})")
