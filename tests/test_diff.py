@@ -94,8 +94,20 @@ def test_regression_exits_3(base_run: Path, tmp_path: Path) -> None:
 
 def test_change_within_noise_is_reported_as_such(base_run: Path, tmp_path: Path) -> None:
     better = variant(base_run, tmp_path / "better", lambda sid, ref: ref)
-    one_worse = variant(better, tmp_path / "one", lambda sid, ref: ref[: len(ref) // 2] if sid == "s0" else None)
-    args = (str(better), str(one_worse), "--max-drop", "chrf=0", "--max-drop", "bleu=0", "--format", "json", *NO_NE)
+    one_worse = variant(
+        better, tmp_path / "one", lambda sid, ref: ref[: len(ref) // 2] if sid == "s0" else None
+    )
+    args = (
+        str(better),
+        str(one_worse),
+        "--max-drop",
+        "chrf=0",
+        "--max-drop",
+        "bleu=0",
+        "--format",
+        "json",
+        *NO_NE,
+    )
     # the threshold decides the exit code ...
     code, out, _ = diff(*args)
     assert code == 3
