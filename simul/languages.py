@@ -22,6 +22,11 @@ class Language:
     aliases: tuple[str, ...] = ()
 
     @property
+    def bcp47(self) -> str:
+        """The tag for HTML ``lang`` attributes; the script matters for Han characters (zh-Hans vs ja)."""
+        return "zh-Hans" if self.short == "zh" else self.short
+
+    @property
     def dataset_codes(self) -> tuple[str, ...]:
         """Codes to look for in dataset file names, most common first."""
         return (self.flores, *self.aliases, self.short)

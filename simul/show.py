@@ -149,7 +149,8 @@ def rich_text(spans: Sequence[Span]) -> object:
 
 
 CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #111; }
+body { font-family: system-ui, sans-serif, "Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans",
+  "WenQuanYi Micro Hei", "Droid Sans Fallback"; margin: 2em; color: #111; }
 table { border-collapse: collapse; width: 100%; }
 th, td { border: 1px solid #ccc; padding: 6px 8px; vertical-align: top; text-align: left; }
 th { background: #f3f3f3; }
@@ -177,15 +178,19 @@ def html_spans(spans: Sequence[Span]) -> str:
 
 def html_page(stream: Stream, results: Sequence[StreamResult], title: str) -> str:
     views = stream_view(stream, results)
+    # lang attributes let the browser pick CJK glyphs (Han characters differ between zh and ja fonts)
+    src, tgt = (html.escape(get_language(code).bcp47) for code in (stream.src, stream.tgt))
     head = "".join(f"<th>{html.escape(r.method.label)}</th>" for r in results)
     rows = []
     for view in views:
         when = f"{view.index + 1}" + (f"<br>{view.time_ms / 1000:.1f} s" if view.time_ms is not None else "")
         if view.final:
             when += "<br>final"
-        cells = "".join(f"<td>{html_spans(o)}</td>" for o in view.outputs)
-        rows.append(f'<tr><td class="step">{when}</td><td>{html_spans(view.source)}</td>{cells}</tr>')
-    reference = html.escape(stream.reference or "")
+        cells = "".join(f'<td lang="{tgt}">{html_spans(o)}</td>' for o in view.outputs)
+        rows.append(
+            f'<tr><td class="step">{when}</td><td lang="{src}">{html_spans(view.source)}</td>{cells}</tr>'
+        )
+    reference = f'<span lang="{tgt}">{html.escape(stream.reference or "")}</span>'
     pair = f"{html.escape(stream.src)}&rarr;{html.escape(stream.tgt)}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{CSS}</style></head>

@@ -127,6 +127,8 @@ def test_show_japanese(run_dir: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     html = page.read_text()
     assert "新しい橋が開通した。" in html and html.count('<td class="step">') == 3
+    # every output cell is tagged so the browser renders Japanese glyphs, not Chinese ones
+    assert html.count('<td lang="ja">') == 3 * html.count("<th>") - 3 * 2
 
 
 def test_show_errors(run_dir: Path) -> None:
