@@ -18,6 +18,7 @@ from simul.cli.common import (
     LimitOpt,
     ModelOpt,
     NCtxOpt,
+    OverwriteOpt,
     TemplateOpt,
     ThreadsOpt,
     VerifyChunkOpt,
@@ -139,7 +140,7 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         out: Annotated[Path | None, typer.Option(help="Also write the run directory here.")] = None,
-        overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
+        overwrite: OverwriteOpt = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
     ) -> None:

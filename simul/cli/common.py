@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from simul.errors import SimulError, UsageError
+from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,4 +81,15 @@ VerifyChunkOpt = Annotated[
     typer.Option(
         "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
     ),
+]
+ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an unfinished run in --out.")]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite/--no-overwrite", help="Replace an existing run in --out.")
+]
+CometModelOpt = Annotated[
+    str, typer.Option("--comet-model", help="COMET model name or checkpoint path; 'none' to skip.")
+]
+NeTokenizerOpt = Annotated[
+    str,
+    typer.Option("--ne-tokenizer", help=f"Tokenizer for NE and latency: {', '.join(NE_TOKENIZER_CHOICES)}."),
 ]

@@ -8,10 +8,14 @@ from typing import Annotated
 import typer
 
 from simul.cli.common import (
+    CometModelOpt,
     FuseOpt,
     LimitOpt,
     ModelOpt,
     NCtxOpt,
+    NeTokenizerOpt,
+    OverwriteOpt,
+    ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
     VerifyChunkOpt,
@@ -22,7 +26,6 @@ from simul.cli.common import (
 from simul.cli.running import engine_settings, run_with_progress
 from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
-from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 from simul.paths import default_streams_file
 from simul.report import methods_table
 
@@ -104,16 +107,12 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
-        resume: Annotated[bool, typer.Option(help="Continue an unfinished run in --out.")] = False,
-        overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
-        comet_model: Annotated[
-            str, typer.Option(help="COMET model name or checkpoint path; 'none' to skip.")
-        ] = DEFAULT_COMET_MODEL,
+        resume: ResumeOpt = False,
+        overwrite: OverwriteOpt = False,
+        comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
         comet_batch_size: Annotated[int, typer.Option(help="COMET batch size.")] = 16,
         require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
-        ne_tokenizer: Annotated[
-            str, typer.Option(help=f"Tokenizer for NE and latency: {', '.join(NE_TOKENIZER_CHOICES)}.")
-        ] = "auto",
+        ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
     ) -> None:

@@ -8,10 +8,14 @@ from typing import Annotated
 import typer
 
 from simul.cli.common import (
+    CometModelOpt,
     FuseOpt,
     LimitOpt,
     ModelOpt,
     NCtxOpt,
+    NeTokenizerOpt,
+    OverwriteOpt,
+    ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
     VerifyChunkOpt,
@@ -81,12 +85,10 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
-        resume: Annotated[bool, typer.Option(help="Continue an unfinished sweep in --out.")] = False,
-        overwrite: Annotated[bool, typer.Option(help="Replace an existing run in --out.")] = False,
-        comet_model: Annotated[
-            str, typer.Option(help="COMET model or checkpoint; 'none' to skip.")
-        ] = DEFAULT_COMET_MODEL,
-        ne_tokenizer: Annotated[str, typer.Option(help="Tokenizer for NE.")] = "auto",
+        resume: ResumeOpt = False,
+        overwrite: OverwriteOpt = False,
+        comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
+        ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
     ) -> None:
