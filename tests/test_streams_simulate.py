@@ -97,7 +97,7 @@ def test_word_times_file() -> None:
     [
         ("1.0\t0.5\tword", r"w\.txt:2: the word ends before it starts"),
         ("0.1\t0.5\tword", r"w\.txt:2: time goes backwards"),
-        ("x\t0.5\tword", r"w\.txt:2: start time 'x' is not a number"),
+        ("x\t0.5\tword", r"w\.txt:2: start time \(seconds\) 'x' is not a number"),
         ("1.5", r"w\.txt:2: expected '<start_s> <end_s> <word>'"),
     ],
 )

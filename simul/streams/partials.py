@@ -130,7 +130,8 @@ def parse_partials(path: Path, fmt: str, time_unit: str | None = None) -> Partia
     return PartialsFile(path=path, format=fmt, time_unit=unit, lines=tuple(lines))
 
 
-def _number(token: str, where: str, name: str, scale: float) -> float:
+def parse_number(token: str, where: str, name: str, scale: float = 1.0) -> float:
+    """``token`` as a finite non-negative number times ``scale``; errors name ``where`` and ``name``."""
     try:
         value = float(token)
     except ValueError:
@@ -187,7 +188,7 @@ def _parse_sltev(path: Path, raw: list[str], scale: float) -> list[PartialLine]:
         if len(parts) < layout + 1:
             raise SimulError(f"{where}: missing times; expected {expected!r}")
         names = ["start", "end"] if layout == 2 else ["emission time", "start", "end"]
-        times = [_number(parts[k + 1], where, names[k], scale) for k in range(layout)]
+        times = [parse_number(parts[k + 1], where, names[k], scale) for k in range(layout)]
         text = parts[layout + 1] if len(parts) > layout + 1 else ""
         emission, start, end = (
             (times[1], times[0], times[1]) if layout == 2 else (times[0], times[1], times[2])
@@ -206,9 +207,9 @@ def _parse_whisper(path: Path, raw: list[str], scale: float) -> list[PartialLine
         match = _WHISPER_LINE.match(line)
         if match is None:
             raise SimulError(f"{where}: expected '<emission_ms> <beg_ms> <end_ms> <text>', got {line!r}")
-        emission = _number(match[1], where, "emission time", scale)
-        start = _number(match[2], where, "begin time", scale)
-        end = _number(match[3], where, "end time", scale)
+        emission = parse_number(match[1], where, "emission time", scale)
+        start = parse_number(match[2], where, "begin time", scale)
+        end = parse_number(match[3], where, "end time", scale)
         _check_span(where, start, end)
         out.append(PartialLine(number, emission, start, end, match[4] or "", final=True, append=True))
     return out

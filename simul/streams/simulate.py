@@ -21,7 +21,6 @@ Step times are milliseconds from the segment start (the YAML offset). Provenance
 
 from __future__ import annotations
 
-import math
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from typing import Any
 from simul.errors import SimulError, UsageError
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
 from simul.streams.format import Step, Stream
-from simul.streams.partials import normalize_word
+from simul.streams.partials import normalize_word, parse_number
 
 DEFAULT_INTERVAL_MS = 500.0
 _INNER_MARKS = "'-’"
@@ -57,15 +56,10 @@ def read_word_times(path: Path) -> list[TimedWord]:
         parts = line.split(None, 2)
         if len(parts) < 3:
             raise SimulError(f"{where}: expected '<start_s> <end_s> <word>', got {line!r}")
-        times: list[float] = []
-        for token, name in zip(parts[:2], ("start", "end"), strict=True):
-            try:
-                value = float(token)
-            except ValueError:
-                raise SimulError(f"{where}: {name} time {token!r} is not a number of seconds") from None
-            if not math.isfinite(value) or value < 0:
-                raise SimulError(f"{where}: {name} time must be a non-negative number of seconds")
-            times.append(value * 1000.0)
+        times = [
+            parse_number(token, where, f"{name} time (seconds)", 1000.0)
+            for token, name in zip(parts[:2], ("start", "end"), strict=True)
+        ]
         if times[1] < times[0]:
             raise SimulError(f"{where}: the word ends before it starts ({parts[1]} < {parts[0]})")
         if words and times[0] < words[-1].start_ms:
