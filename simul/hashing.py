@@ -1,12 +1,15 @@
-"""SHA-256 of large files (models) with a small cache keyed on path, size and modification time."""
+"""SHA-256 of large files (models) with a small cache keyed on path, size and modification time, and the
+verified joining of shipped file parts into one cached file."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+from simul.errors import SimulError
 from simul.paths import cache_dir
 
 
@@ -44,3 +47,38 @@ def cached_sha256(path: Path) -> str:
     except OSError:
         pass  # a read-only cache only costs a re-hash next time
     return value
+
+
+def join_verified(
+    parts: Sequence[Path], target: Path, sha256: str, what: str, fix: str, size: int | None = None
+) -> None:
+    """Concatenate ``parts`` into ``target`` through a temporary file and rename it into place only when its
+    SHA-256 (and ``size``, if given) match, so an interrupted or damaged assembly never looks complete.
+
+    Errors name ``what`` is being built and end with ``fix`` (what to reinstall).
+    """
+    missing = [str(p) for p in parts if not p.is_file()]
+    if missing:
+        raise SimulError(f"the {what} parts are missing: {', '.join(missing)}; {fix}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+    digest = hashlib.sha256()
+    written = 0
+    try:
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 22), b""):
+                        digest.update(block)
+                        written += len(block)
+                        out.write(block)
+        if digest.hexdigest() != sha256 or (size is not None and written != size):
+            expected = f"{size} bytes and SHA-256 {sha256}" if size is not None else f"SHA-256 {sha256}"
+            raise SimulError(
+                f"the assembled {what} has {written} bytes and SHA-256 {digest.hexdigest()}, expected "
+                f"{expected}; {fix}"
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    cached_sha256(target)  # remember the verified hash

