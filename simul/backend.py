@@ -142,7 +142,12 @@ class LlamaBackend:
             raise SimulError(f"llama.cpp could not create a context of {n_ctx} tokens for {model_path}")
         self._ctx = ctx
         self._memory = lib.llama_get_memory(ctx)  # type: ignore[attr-defined]
-        self.n_ctx = int(lib.llama_n_ctx(ctx))  # type: ignore[attr-defined]
+        # llama.cpp may round the context up (to a multiple of 256) but keeps n_batch as asked: one
+        # llama_decode call must fit n_batch, so the usable window is the smaller of the two.
+        self.n_ctx = min(
+            int(lib.llama_n_ctx(ctx)),  # type: ignore[attr-defined]
+            int(lib.llama_n_batch(ctx)),  # type: ignore[attr-defined]
+        )
         self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)  # type: ignore[attr-defined]
         cap = self.n_ctx
         self._tok = np.ctypeslib.as_array(self._batch.token, shape=(cap,))

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simul.backend import LlamaBackend
+from simul.backend import ContextOverflowError, LlamaBackend
 from simul.decoding import StreamDecoder, StreamResult
 from simul.errors import SimulError
 from simul.methods import Method
@@ -195,6 +195,19 @@ def test_prompt_longer_than_the_context_is_a_clear_error(tiny_model: Path) -> No
             decoder.check_fits(stream)
         with pytest.raises(SimulError, match="context window"):
             decoder.decode(stream)
+    finally:
+        backend.close()
+
+
+def test_a_context_smaller_than_llama_cpp_rounds_to_is_honoured(tiny_model: Path) -> None:
+    # llama.cpp rounds n_ctx up to 256 but keeps n_batch = 64; a 100-token batch used to abort the process
+    backend = LlamaBackend(tiny_model, n_ctx=64, n_threads=1)
+    try:
+        assert backend.n_ctx == 64
+        with pytest.raises(ContextOverflowError, match="context window of 64"):
+            backend.eval(list(range(10, 110)), logits_from=99)
+        rows = backend.eval(list(range(10, 74)), logits_from=63)
+        assert rows is not None and rows.shape == (1, backend.n_vocab)
     finally:
         backend.close()
 
