@@ -108,6 +108,11 @@ class Stream:
                     )
 
 
+def json_error(exc: json.JSONDecodeError) -> str:
+    """``malformed JSON (<reason> at column N)``; some of json's reasons already end in "at"."""
+    return f"malformed JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
+
+
 def _step_from_json(obj: Any, where: str) -> Step:
     if not isinstance(obj, dict):
         raise SimulError(f"{where}: each step must be an object with 'source' and 'final'")
@@ -189,7 +194,7 @@ def iter_streams(path: Path) -> Iterator[Stream]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise SimulError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+                raise SimulError(f"{where}: {json_error(exc)}") from None
             stream = stream_from_json(obj, where)
             if stream.id in seen:
                 raise SimulError(f"{where}: duplicate stream id {stream.id!r}; ids must be unique in a file")

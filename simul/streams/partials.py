@@ -55,7 +55,7 @@ from typing import Any
 from simul.errors import SimulError, UsageError
 from simul.hashing import sha256_file
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
-from simul.streams.format import Step, Stream
+from simul.streams.format import Step, Stream, json_error
 
 FORMATS = ("sltev", "whisper-streaming", "jsonl")
 TIME_UNITS: dict[str, float] = {"ms": 1.0, "cs": 10.0, "s": 1000.0}
@@ -233,7 +233,7 @@ def _parse_jsonl(path: Path, raw: list[str], scale: float) -> list[PartialLine]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise SimulError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+            raise SimulError(f"{where}: {json_error(exc)}") from None
         if not isinstance(obj, dict):
             raise SimulError(f"{where}: expected a JSON object with {', '.join(_JSONL_KEYS)}")
         if "time_ms" not in obj or "text" not in obj:
