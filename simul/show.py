@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from simul.decoding import StepRecord, StreamResult
 from simul.languages import get_language
+from simul.metrics.erasure import common_prefix_length
 from simul.streams.format import Stream
 
 
@@ -21,14 +22,6 @@ from simul.streams.format import Stream
 class Span:
     text: str
     kinds: frozenset[str] = field(default_factory=frozenset)  # accepted, new, erased, masked, arrived
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _group(text: str, kinds: Sequence[frozenset[str]]) -> list[Span]:
@@ -45,7 +38,7 @@ def source_spans(previous: str | None, current: str, unspaced: bool) -> list[Spa
     """The source with what arrived (or was revised) since the previous step marked ``arrived``."""
     if previous is None:
         return [Span(current, frozenset({"arrived"}))]
-    keep = _common_prefix(previous, current)
+    keep = common_prefix_length(previous, current)
     if not unspaced and keep < len(current) and keep < len(previous):
         keep = current.rfind(" ", 0, keep) + 1  # a revised word is new as a whole
     elif not unspaced and keep == len(previous) < len(current) and not current[keep : keep + 1].isspace():
@@ -69,7 +62,7 @@ def output_spans(previous: StepRecord | None, record: StepRecord, unspaced: bool
     spans = _group(out, kinds)
     if previous is None:
         return spans
-    keep = _common_prefix(previous.output, out)
+    keep = common_prefix_length(previous.output, out)
     if not unspaced and keep < len(previous.output) and keep < len(out):
         keep = out.rfind(" ", 0, keep) + 1  # erase whole words
     erased = previous.output[keep:]

@@ -30,6 +30,7 @@ from typing import Protocol
 from simul.asr.audio import SAMPLE_RATE, Samples
 from simul.asr.wer import normalize
 from simul.errors import UsageError
+from simul.metrics.erasure import common_prefix_length
 from simul.streams.format import Step
 
 STABLE_POLICIES = ("none", "local-agreement")
@@ -95,11 +96,7 @@ def agreed_prefix(older: str, newer: str) -> str:
     Punctuation after the last agreed word is dropped: Whisper ends every hypothesis with a full stop.
     """
     old_words, new_words = older.split(), newer.split()
-    count = 0
-    for a, b in zip(old_words, new_words, strict=False):
-        if normalize(a) != normalize(b):
-            break
-        count += 1
+    count = common_prefix_length([normalize(w) for w in old_words], [normalize(w) for w in new_words])
     if count == 0:
         return ""
     words = new_words[:count]

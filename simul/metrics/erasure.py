@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
-def common_prefix_length(a: Sequence[str], b: Sequence[str]) -> int:
+def common_prefix_length(a: Sequence[T], b: Sequence[T]) -> int:
+    """How many leading items ``a`` and ``b`` share (tokens, characters or words)."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simul.languages import get_language
+from simul.metrics.erasure import common_prefix_length
 from simul.streams.format import Stream
 
 
@@ -23,15 +24,6 @@ def units(text: str, unspaced: bool) -> list[str]:
     if unspaced:
         return [ch for ch in text if not ch.isspace()]
     return text.split()
-
-
-def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,7 @@ def step_changes(stream: Stream) -> list[StepChange]:
         if previous is None:
             changes.append(StepChange("first", len(current), 0, len(current)))
         else:
-            keep = _common_prefix(previous, current)
+            keep = common_prefix_length(previous, current)
             kind = "extend" if keep == len(previous) else "revise"
             changes.append(StepChange(kind, len(current) - keep, len(previous) - keep, len(current)))
         previous = current
