@@ -25,20 +25,22 @@ def _index_path() -> Path:
     return cache_dir() / "sha256-index.json"
 
 
-def cached_sha256(path: Path) -> str:
-    """The file's SHA-256, computed once per (path, size, mtime) and remembered in the user cache."""
-    resolved = path.resolve()
-    stat = resolved.stat()
-    key = f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}"
-    index_path = _index_path()
+def _index_key(path: Path) -> str:
+    stat = path.stat()
+    return f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+
+
+def _read_index() -> dict[str, str]:
     try:
-        index: dict[str, str] = json.loads(index_path.read_text())
+        index: dict[str, str] = json.loads(_index_path().read_text())
     except (OSError, ValueError):
         index = {}
-    if key in index:
-        return index[key]
-    value = sha256_file(resolved)
+    return index
+
+
+def _remember(key: str, value: str, index: dict[str, str]) -> None:
     index[key] = value
+    index_path = _index_path()
     try:
         index_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = index_path.with_suffix(f".{os.getpid()}.tmp")
@@ -46,6 +48,17 @@ def cached_sha256(path: Path) -> str:
         os.replace(tmp, index_path)
     except OSError:
         pass  # a read-only cache only costs a re-hash next time
+
+
+def cached_sha256(path: Path) -> str:
+    """The file's SHA-256, computed once per (path, size, mtime) and remembered in the user cache."""
+    resolved = path.resolve()
+    key = _index_key(resolved)
+    index = _read_index()
+    if key in index:
+        return index[key]
+    value = sha256_file(resolved)
+    _remember(key, value, index)
     return value
 
 
@@ -81,4 +94,6 @@ def join_verified(
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    cached_sha256(target)  # remember the verified hash
+    # remember the hash just verified, so that the next cached_sha256 does not read the file again
+    resolved = target.resolve()
+    _remember(_index_key(resolved), sha256, _read_index())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from simul import hashing
 from simul.errors import SimulError
 from simul.hashing import cached_sha256, join_verified
 
@@ -26,10 +27,18 @@ def _parts(tmp_path: Path) -> tuple[list[Path], bytes]:
     return paths, b"".join(chunks)
 
 
-def test_parts_are_joined_in_order_and_the_hash_is_remembered(tmp_path: Path) -> None:
+def test_parts_are_joined_in_order_and_the_hash_is_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     parts, whole = _parts(tmp_path)
     target = tmp_path / "out" / "model.bin"
     digest = hashlib.sha256(whole).hexdigest()
+
+    def no_rehash(path: Path) -> str:
+        raise AssertionError(f"{path} was read again to hash it")
+
+    # the hash is taken while the parts are copied: neither the join nor a later lookup reads the file again
+    monkeypatch.setattr(hashing, "sha256_file", no_rehash)
     join_verified(parts, target, digest, what="test model", fix="reinstall it", size=len(whole))
     assert target.read_bytes() == whole
     assert cached_sha256(target) == digest
