@@ -66,6 +66,10 @@ class StepRecord:
     t_prompt_eval: float = 0.0
     t_verify: float = 0.0
     t_decode: float = 0.0
+    # how many draft positions went through draft passes (in t_verify) and how many one-token passes ran (in
+    # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
+    verify_rows: int = 0
+    decode_passes: int = 0
 
     @property
     def new_tokens(self) -> int:
@@ -95,6 +99,8 @@ class StepRecord:
             "t_prompt_eval": round(self.t_prompt_eval, 6),
             "t_verify": round(self.t_verify, 6),
             "t_decode": round(self.t_decode, 6),
+            "verify_rows": self.verify_rows,
+            "decode_passes": self.decode_passes,
         }
 
     @classmethod
@@ -271,6 +277,7 @@ class StreamDecoder:
             tokens = [*lead, *draft]
             rows = backend.eval(tokens, logits_from=len(tokens) - 1)
             gen.t_verify += time.perf_counter() - te
+            gen.verify_rows += len(draft)
             assert rows is not None
             gen.output.extend(draft)
             gen.accepted = len(draft)
@@ -313,6 +320,8 @@ class StreamDecoder:
             t_prompt_eval=t_prompt_eval,
             t_verify=gen.t_verify,
             t_decode=gen.t_decode,
+            verify_rows=gen.verify_rows,
+            decode_passes=gen.decode_passes,
         )
 
     # -- decoding primitives --------------------------------------------------------------------------------
@@ -373,6 +382,7 @@ class StreamDecoder:
             te = time.perf_counter()
             rows = backend.eval([*head, *part], logits_from=base + i0)
             gen.t_verify += time.perf_counter() - te
+            gen.verify_rows += len(part)
             assert rows is not None
 
             def p(i: int, rows: Logits = rows, i0: int = i0) -> Logits:
@@ -436,6 +446,7 @@ class StreamDecoder:
             te = time.perf_counter()
             rows = backend.eval([token], logits_from=0)
             gen.t_decode += time.perf_counter() - te
+            gen.decode_passes += 1
             assert rows is not None
             row = rows[0]
             if rest and len(output) >= n:
@@ -467,6 +478,8 @@ class _Generation:
     resync_accepted: int = 0
     t_verify: float = 0.0
     t_decode: float = 0.0
+    verify_rows: int = 0
+    decode_passes: int = 0
 
 
 def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:

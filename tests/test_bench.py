@@ -41,6 +41,13 @@ def test_bench_reports_speed_and_where_time_goes(tiny_model: Path, tmp_path: Pat
         )
         if method["key"] == "rt":
             assert split["verify"] == 0.0 and metrics["speedup"] == 1.0
+            assert metrics["row_cost"] is None and method["verify_rows"] == 0
         else:
             assert metrics["ideal_speedup"] >= 1.0 and metrics["efficiency"] is not None
+            # c from the same run's counts and seconds
+            seconds = method["seconds"]
+            c = (seconds["verify_seconds"] / method["verify_rows"]) / (
+                seconds["decode_seconds"] / method["decode_passes"]
+            )
+            assert metrics["row_cost"] == pytest.approx(c, rel=0.05)  # the seconds are rounded to 0.1 ms
     assert "simul bench" in result.stderr and "verify%" in result.stderr

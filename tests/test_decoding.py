@@ -289,3 +289,43 @@ def test_high_beta_needs_no_logits_and_matches_cd(tiny_backend: LlamaBackend) ->
     high = run(tiny_backend, Method("ssbd", beta=0.5), streams)
     for a, b in zip(cd, high, strict=True):
         assert [s.output_ids for s in a.steps] == [s.output_ids for s in b.steps]
+
+
+@pytest.mark.parametrize(
+    "method", [Method("rt"), Method("ssbd", beta=0.2), Method("ssbd", beta=0.0, resync=1), Method("cd")]
+)
+def test_pass_counts_match_the_forward_passes(tiny_backend: LlamaBackend, method: Method) -> None:
+    """verify_rows and decode_passes (the units of the speed model's c) count what was really evaluated."""
+    streams = make_streams()
+    tiny_backend.reset()
+    decoder = StreamDecoder(tiny_backend, TEMPLATE, method)
+    single = 0
+    real_eval = tiny_backend.eval
+
+    def counting_eval(tokens: list[int], logits_from: int | None = None) -> object:
+        nonlocal single
+        single += len(tokens) == 1 and logits_from == 0
+        return real_eval(tokens, logits_from=logits_from)
+
+    tiny_backend.eval = counting_eval  # type: ignore[assignment,method-assign]
+    try:
+        results = [decoder.decode(s) for s in streams]
+    finally:
+        del tiny_backend.eval
+    steps = [step for result in results for step in result.steps]
+    decode_passes = sum(s.decode_passes for s in steps)
+    verify_rows = sum(s.verify_rows for s in steps)
+    # every one-token pass with logits is a decoding pass, except one-token drafts and prompt remainders
+    assert 0 < decode_passes <= single
+    assert all(s.t_decode > 0 for s in steps if s.decode_passes)
+    if method.name == "rt":
+        assert verify_rows == 0
+    else:
+        assert 0 < verify_rows <= sum(s.drafted_total for s in steps)
+        assert all(s.t_verify > 0 for s in steps if s.verify_rows)
+    if method.name == "cd":
+        assert verify_rows == sum(s.draft_tokens for s in steps)
+    # a step decodes one pass per new token, except the last one when the length cap stopped it
+    for s in steps:
+        if s.stop != "length":
+            assert s.decode_passes == s.new_tokens - s.resync_accepted

@@ -12,7 +12,7 @@ from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import erasure, normalized_erasure, stream_erasure
 from simul.metrics.latency import finalisation_delays, laal, source_positions
 from simul.metrics.quality import corpus_bleu, corpus_chrf
-from simul.metrics.speed import speed
+from simul.metrics.speed import max_row_cost, modelled_speedup, row_cost, speed
 from simul.metrics.tokenizers import get_tokenizer, resolve_ne_tokenizer
 from simul.text import complete_prefix, decode_text
 
@@ -80,6 +80,22 @@ def test_speed_tps_and_percentiles() -> None:
     assert spd.tps == pytest.approx(60 / 2.0)
     assert spd.p50_update_ms == pytest.approx(600.0)
     assert spd.p95_update_ms == pytest.approx(600 + 0.9 * 600.0)
+
+
+def test_speed_model() -> None:
+    # 2 s over 100 draft rows vs 4 s over 200 one-token passes: a row costs c = 0.02 / 0.02 = 1 decode
+    assert row_cost(2.0, 100, 4.0, 200) == pytest.approx(1.0)
+    assert row_cost(1.0, 100, 4.0, 200) == pytest.approx(0.5)
+    assert row_cost(1.0, 0, 4.0, 200) is None and row_cost(1.0, 10, 0.0, 0) is None
+    # free verification gives the ideal speedup; c = A/D makes SSBD no faster than RT
+    assert modelled_speedup(0.8, 0.6, 0.0) == pytest.approx(1 / 0.4)
+    assert modelled_speedup(0.8, 0.6, 0.8) == pytest.approx(1.0)
+    # the en-de bench: A/D 0.876, A/O 0.709, c 0.47 -> 1.49 (measured 1.49); 2.0 would need c <= 0.258
+    assert modelled_speedup(0.876, 0.709, 0.47) == pytest.approx(1.49, abs=0.005)
+    c_max = max_row_cost(2.0, 0.876, 0.709)
+    assert c_max == pytest.approx(0.258, abs=0.001)
+    assert modelled_speedup(0.876, 0.709, c_max) == pytest.approx(2.0)
+    assert max_row_cost(4.0, 0.876, 0.709) < 0  # above the ideal 1 / (1 - A/O) = 3.44
 
 
 def test_latency_finalisation_and_laal() -> None:

@@ -69,6 +69,8 @@ def bench_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
                         "decode_seconds",
                     )
                 },
+                "verify_rows": counts.get("verify_rows", 0),
+                "decode_passes": counts.get("decode_passes", 0),
                 "frozen_steps": counts["frozen_steps"],
                 "steps": counts["steps"],
             }
@@ -84,6 +86,7 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
         ("Speedup", ("speedup", ".2f")),
         ("Ideal", ("ideal_speedup", ".2f")),
         ("Eff.", ("efficiency", ".2f")),
+        ("c", ("row_cost", ".2f")),
         ("A/D", ("ad", ".1f")),
         ("A/O", ("ao", ".1f")),
         ("p50 ms", ("p50_update_ms", ".0f")),
@@ -107,7 +110,8 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
         table.add_row(*cells)
     table.caption = (
         "TPS: output tokens per second of generation (after the prompt; SSBD's verification included), as in "
-        "the paper; e2e: per second of whole updates. Eff. = speedup / ideal, ideal = 1/(1-A/O). "
+        "the paper; e2e: per second of whole updates. Eff. = speedup / ideal, ideal = 1/(1-A/O). c: time per "
+        "draft row in verification passes / time per one-token decode; speedup ~ 1/((1-A/O) + c*A/O/A/D). "
         "frozen: steps that kept the whole draft and decoded nothing new. prompt/verify/decode/py%: shares "
         "of update time in prompt passes, draft passes, one-token passes and the rest (Python)."
     )

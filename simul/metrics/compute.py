@@ -17,7 +17,7 @@ from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import normalized_erasure, stream_erasure
 from simul.metrics.latency import finalisation_delays, laal, source_positions
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
-from simul.metrics.speed import speed, speedup
+from simul.metrics.speed import row_cost, speed, speedup
 from simul.metrics.tokenizers import get_tokenizer
 from simul.streams.format import Stream
 
@@ -116,6 +116,11 @@ def method_report(
     )
     ideal = acc.ideal_speedup
     efficiency = method_speedup / ideal if (method_speedup is not None and ideal) else None
+    verify_rows = sum(s.verify_rows for s in all_steps)
+    decode_passes = sum(s.decode_passes for s in all_steps)
+    cost = row_cost(
+        sum(s.t_verify for s in all_steps), verify_rows, sum(s.t_decode for s in all_steps), decode_passes
+    )
     metrics: dict[str, float | None] = {
         "comet": None,
         "bleu": _round(bleu, 4),
@@ -130,6 +135,7 @@ def method_report(
         "speedup_e2e": _round(method_speedup_e2e, 3),
         "ideal_speedup": _round(ideal, 3),
         "efficiency": _round(efficiency, 3),
+        "row_cost": _round(cost, 3),
         "latency": _round(sum(lags) / len(lags), 4) if lags else None,
         "p50_update_ms": round(spd.p50_update_ms, 2),
         "p95_update_ms": round(spd.p95_update_ms, 2),
@@ -149,6 +155,8 @@ def method_report(
         "prompt_eval_seconds": round(sum(s.t_prompt_eval for s in all_steps), 4),
         "verify_seconds": round(sum(s.t_verify for s in all_steps), 4),
         "decode_seconds": round(sum(s.t_decode for s in all_steps), 4),
+        "verify_rows": verify_rows,
+        "decode_passes": decode_passes,
         "ending_tokens": sum(s.ending_tokens for s in all_steps),
         "resync_drafted": sum(s.resync_drafted for s in all_steps),
         "resync_accepted": sum(s.resync_accepted for s in all_steps),

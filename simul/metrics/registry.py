@@ -41,6 +41,13 @@ METRICS: dict[str, MetricInfo] = {
         ),
         MetricInfo("ideal_speedup", True, "Ideal", "1 / (1 - A/O): speedup if verification were free"),
         MetricInfo("efficiency", True, "Eff.", "speedup / ideal speedup", timing=True),
+        MetricInfo(
+            "row_cost",
+            False,
+            "c",
+            "time per draft row in verification / time per one-token decode (the speed model's c)",
+            timing=True,
+        ),
         MetricInfo("latency", False, "LAAL", "length-adaptive average lagging of finalised displayed tokens"),
         MetricInfo("p50_update_ms", False, "p50 ms", "median time per update, prompt included", timing=True),
         MetricInfo("p95_update_ms", False, "p95 ms", "95th percentile time per update", timing=True),

@@ -7,6 +7,16 @@
 t_gen starts once the prompt has been processed and includes SSBD's verification pass. The end-to-end time
 of an update (t_prompt + t_gen) is reported as its 50th and 95th percentiles (linear interpolation between
 order statistics, numpy's default), in milliseconds.
+
+The speed model that explains SSBD's efficiency (docs/results.md, "What limits the speedup"): with a draft row
+in a verification pass costing c one-token decodes, and A/D, A/O as fractions, the generation time per output
+token relative to RT is
+
+    (1 - A/O) + c * A/O / A/D        so    modelled speedup = 1 / ((1 - A/O) + c * A/O / A/D)
+
+(a share 1 - A/O of the tokens is decoded one at a time, and A/O / A/D draft rows are verified per output
+token). c is measured per run as (verification seconds / draft rows verified) / (decoding seconds / one-token
+passes); the ideal speedup 1 / (1 - A/O) is the limit c -> 0.
 """
 
 from __future__ import annotations
@@ -64,3 +74,22 @@ def speed(steps: Iterable[tuple[int, float, float]]) -> Speed:
 
 def speedup(method_tps: float, rt_tps: float) -> float | None:
     return method_tps / rt_tps if rt_tps > 0 else None
+
+
+def row_cost(
+    verify_seconds: float, verify_rows: int, decode_seconds: float, decode_passes: int
+) -> float | None:
+    """c: seconds per draft row in verification passes over seconds per one-token decoding pass."""
+    if verify_rows <= 0 or decode_passes <= 0 or decode_seconds <= 0:
+        return None
+    return (verify_seconds / verify_rows) / (decode_seconds / decode_passes)
+
+
+def modelled_speedup(ad: float, ao: float, c: float) -> float:
+    """1 / ((1 - A/O) + c * A/O / A/D), with A/D and A/O as fractions (A/D > 0)."""
+    return 1.0 / ((1.0 - ao) + c * ao / ad)
+
+
+def max_row_cost(target: float, ad: float, ao: float) -> float:
+    """The largest c at which the model reaches speedup ``target`` (negative: not reachable at any c)."""
+    return (1.0 / target - (1.0 - ao)) * ad / ao
