@@ -36,6 +36,7 @@ import numpy.typing as npt
 from simul.backend import LlamaBackend
 from simul.default_model import default_model_path
 from simul.languages import get_language
+from simul.metrics.speed import max_row_cost
 from simul.templates import get_template
 
 Floats = npt.NDArray[np.float32]
@@ -201,8 +202,12 @@ def main() -> None:
     if int8_logits is not None:
         print(error_line("int8 GEMM (FBGEMM)", int8_logits, reference))
 
-    # (1 - A/O) + c * A/O / A/D <= 1 / target  =>  c <= (1 / target - (1 - A/O)) * A/D / A/O
-    c_max = (1 / args.target - (1 - args.ao)) * args.ad / args.ao
+    c_max = max_row_cost(args.target, args.ad, args.ao)
+    if c_max <= 0:
+        raise SystemExit(
+            f"speedup {args.target} is at or above the ideal 1 / (1 - A/O) = {1 / (1 - args.ao):.2f}: "
+            "no verification cost reaches it"
+        )
     budget = c_max * t_decode - t_body
     print(
         f"speedup {args.target} at A/D {args.ad:.3f}, A/O {args.ao:.3f} needs c <= {c_max:.3f}: "

@@ -116,11 +116,11 @@ def method_report(
     )
     ideal = acc.ideal_speedup
     efficiency = method_speedup / ideal if (method_speedup is not None and ideal) else None
+    verify_seconds = sum(s.t_verify for s in all_steps)
+    decode_seconds = sum(s.t_decode for s in all_steps)
     verify_rows = sum(s.verify_rows for s in all_steps)
     decode_passes = sum(s.decode_passes for s in all_steps)
-    cost = row_cost(
-        sum(s.t_verify for s in all_steps), verify_rows, sum(s.t_decode for s in all_steps), decode_passes
-    )
+    cost = row_cost(verify_seconds, verify_rows, decode_seconds, decode_passes)
     metrics: dict[str, float | None] = {
         "comet": None,
         "bleu": _round(bleu, 4),
@@ -153,8 +153,8 @@ def method_report(
         "gen_seconds": round(spd.gen_seconds, 4),
         "prompt_seconds": round(spd.prompt_seconds, 4),
         "prompt_eval_seconds": round(sum(s.t_prompt_eval for s in all_steps), 4),
-        "verify_seconds": round(sum(s.t_verify for s in all_steps), 4),
-        "decode_seconds": round(sum(s.t_decode for s in all_steps), 4),
+        "verify_seconds": round(verify_seconds, 4),
+        "decode_seconds": round(decode_seconds, 4),
         "verify_rows": verify_rows,
         "decode_passes": decode_passes,
         "ending_tokens": sum(s.ending_tokens for s in all_steps),
