@@ -91,6 +91,12 @@ def main() -> None:
     parser.add_argument("--ad", type=float, default=0.876, help="draft acceptance A/D (fraction)")
     parser.add_argument("--ao", type=float, default=0.709, help="output acceptance A/O (fraction)")
     args = parser.parse_args()
+    c_max = max_row_cost(args.target, args.ad, args.ao)
+    if c_max <= 0:
+        raise SystemExit(
+            f"speedup {args.target} is at or above the ideal 1 / (1 - A/O) = {1 / (1 - args.ao):.2f}: "
+            "no verification cost reaches it"
+        )
     path: Path = args.model or default_model_path()
 
     backend = LlamaBackend(path, n_ctx=2048, n_threads=args.threads)
@@ -202,12 +208,6 @@ def main() -> None:
     if int8_logits is not None:
         print(error_line("int8 GEMM (FBGEMM)", int8_logits, reference))
 
-    c_max = max_row_cost(args.target, args.ad, args.ao)
-    if c_max <= 0:
-        raise SystemExit(
-            f"speedup {args.target} is at or above the ideal 1 / (1 - A/O) = {1 / (1 - args.ao):.2f}: "
-            "no verification cost reaches it"
-        )
     budget = c_max * t_decode - t_body
     print(
         f"speedup {args.target} at A/D {args.ad:.3f}, A/O {args.ao:.3f} needs c <= {c_max:.3f}: "
