@@ -91,6 +91,8 @@ def main() -> None:
     parser.add_argument("--ad", type=float, default=0.876, help="draft acceptance A/D (fraction)")
     parser.add_argument("--ao", type=float, default=0.709, help="output acceptance A/O (fraction)")
     args = parser.parse_args()
+    if args.rows < 2:
+        raise SystemExit("--rows must be at least 2: the projection is the difference between two passes")
     c_max = max_row_cost(args.target, args.ad, args.ao)
     if c_max <= 0:
         raise SystemExit(
