@@ -20,7 +20,14 @@ from typing import Any
 
 from simul.errors import SimulError, UsageError
 from simul.metrics.registry import METRICS, metric_info
-from simul.rundir import PER_STREAM_FILE, STATUS_COMPLETE, LoadedRun, load_run, load_run_json
+from simul.rundir import (
+    PER_STREAM_FILE,
+    STATUS_COMPLETE,
+    LoadedRun,
+    load_run,
+    load_run_json,
+    refuse_if_written,
+)
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
 # no default because they differ between machines and loads: opt in with e.g. --max-drop speedup=0.05.
@@ -38,8 +45,10 @@ class Side:
 
 
 def load_side(path: Path) -> Side:
-    run = load_run_json(path)
     directory = path if path.is_dir() else path.parent
+    if directory.is_dir():
+        refuse_if_written(directory)
+    run = load_run_json(path)
     if run.get("status") != STATUS_COMPLETE:
         raise SimulError(f"{path} is not a complete run (status: {run.get('status')}); finish it first")
     if "methods" not in run:

@@ -10,3 +10,7 @@ class SimulError(Exception):
 
 class UsageError(SimulError):
     """Options that do not fit together; the CLI exits with code 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into the same orderly stop as Ctrl-C (see :func:`simul.cli.common.handle_errors`)."""

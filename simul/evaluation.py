@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,17 +15,19 @@ from simul import __version__
 from simul.decoding import StepRecord, StreamResult
 from simul.engine import Engine, EngineSettings
 from simul.environment import environment, now
-from simul.errors import SimulError
+from simul.errors import SimulError, UsageError
+from simul.files import os_error_message
 from simul.hashing import sha256_file
 from simul.methods import Method
 from simul.metrics.comet import CometScorer, load_comet
-from simul.metrics.tokenizers import resolve_ne_tokenizer
+from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, resolve_ne_tokenizer
 from simul.rundir import (
     SCHEMA_VERSION,
     STATUS_COMPLETE,
     STATUS_INTERRUPTED,
     RunWriter,
 )
+from simul.runlock import LOCK_FILE, RunLock
 from simul.scoring import Scored, higher_is_better, score
 from simul.streams.format import Stream, read_streams
 
@@ -52,6 +55,7 @@ class EvalOutcome:
     streams_done: int
     streams_total: int
     run_dir: Path | None
+    stage: str = "decoding"  # what was under way when an interrupted run stopped: decoding or scoring
 
 
 ProgressHook = Callable[[int, int], None]  # (done, total)
@@ -59,7 +63,7 @@ ProgressHook = Callable[[int, int], None]  # (done, total)
 
 def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
     if limit is not None and limit < 1:
-        raise SimulError(f"--limit must be at least 1, got {limit}")
+        raise UsageError(f"--limit must be at least 1, got {limit}")
     streams = read_streams(path, limit)
     pairs = sorted({(s.src, s.tgt) for s in streams})
     if len(pairs) > 1:
@@ -67,7 +71,54 @@ def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
         raise SimulError(
             f"{path} mixes language pairs ({shown}); corpus scores need one pair per run: split the file"
         )
+    timed = next((s for s in streams if s.timed), None)
+    untimed = next((s for s in streams if not s.timed), None)
+    if timed is not None and untimed is not None:
+        raise SimulError(
+            f"{path} mixes timed and untimed streams (stream {timed.id!r} has time_ms on its steps, "
+            f"stream {untimed.id!r} has none): latency would average milliseconds with source words. "
+            "Give time_ms to every stream or to none, e.g. split the file into timed and untimed streams"
+        )
     return streams
+
+
+def check_request(request: EvalRequest) -> None:
+    """Option combinations that cannot work, refused before anything is loaded (usage errors)."""
+    if request.resume and request.out is None:
+        raise UsageError("--resume needs --out DIR (the run directory to continue)")
+    if request.limit is not None and request.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {request.limit}")
+    if request.ne_tokenizer not in NE_TOKENIZER_CHOICES:
+        raise UsageError(
+            f"unknown --ne-tokenizer {request.ne_tokenizer!r}; "
+            f"choose one of {', '.join(NE_TOKENIZER_CHOICES)}"
+        )
+
+
+def lock_out_dir(out: Path) -> tuple[RunLock, bool]:
+    """Create (if needed) and lock the run directory; returns the lock and whether the folder is new."""
+    if out.exists() and not out.is_dir():
+        raise SimulError(f"--out {out} exists and is not a directory; choose a directory path")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimulError(os_error_message(exc, out, "create the run directory")) from None
+    try:
+        return RunLock.acquire(out), created
+    except BaseException:
+        if created:
+            _remove_if_empty(out)
+        raise
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        if not any(p.name != LOCK_FILE for p in path.iterdir()):
+            (path / LOCK_FILE).unlink(missing_ok=True)
+            path.rmdir()
+    except OSError:
+        pass
 
 
 def normalise(result: StreamResult) -> StreamResult:
@@ -84,8 +135,38 @@ def run_evaluation(
     on_comet_loading: Callable[[], None] | None = None,
 ) -> EvalOutcome:
     """Decode, write and score. KeyboardInterrupt marks the run interrupted and is re-raised as
-    :class:`Interrupted` carrying the partial outcome."""
+    :class:`Interrupted` carrying the partial outcome. The run directory, if any, is locked throughout."""
+    check_request(request)
     streams = load_stream_set(request.streams_path, request.limit)
+    with locked_run_dir(request.out):
+        return _evaluate(request, streams, engine, progress, on_comet_loading)
+
+
+@contextmanager
+def locked_run_dir(out: Path | None) -> Iterator[None]:
+    """Hold the lock of run directory ``out`` (created if needed) for the block; a folder created here and
+    left empty by a failure is removed again. Nothing happens for ``None`` (no run directory)."""
+    if out is None:
+        yield
+        return
+    lock, created = lock_out_dir(out)
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        lock.release()
+        if created and not finished:
+            _remove_if_empty(out)  # failed before writing anything: leave no empty folder
+
+
+def _evaluate(
+    request: EvalRequest,
+    streams: list[Stream],
+    engine: Engine | None,
+    progress: ProgressHook | None,
+    on_comet_loading: Callable[[], None] | None,
+) -> EvalOutcome:
     keys = [m.key for m in request.methods]
     if len(set(keys)) != len(keys):
         raise SimulError("the same method setting is listed twice")
@@ -148,8 +229,6 @@ def run_evaluation(
                 writer = RunWriter.create(
                     request.out, run, streams, overwrite=request.overwrite or request.resume
                 )
-        elif request.resume:
-            raise SimulError("--resume needs --out DIR (the run directory to continue)")
 
         todo = [s for s in streams if s.id not in done]
         stream_map = {s.id: s for s in streams}
@@ -170,7 +249,7 @@ def run_evaluation(
 
         try:
             engine.run(todo, request.methods, on_stream)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             run["status"] = STATUS_INTERRUPTED
             run["streams_done"] = finished
             run["environment"]["stopped"] = now()
@@ -180,16 +259,27 @@ def run_evaluation(
             partial = _partial_outcome(
                 run, request, results, stream_map, ne_tok, finished, len(streams), writer
             )
-            raise Interrupted(partial) from None
+            raise Interrupted(partial, stop) from None
     finally:
         if own_engine:
             engine.close()
 
-    if comet is None and not request.require_comet:
-        if on_comet_loading:
-            on_comet_loading()
-        comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
-    scored = score(request.methods, results, stream_map, ne_tok, comet, comet_reason)
+    try:
+        if comet is None and not request.require_comet:
+            if on_comet_loading:
+                on_comet_loading()
+            comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+        scored = score(request.methods, results, stream_map, ne_tok, comet, comet_reason)
+    except KeyboardInterrupt as stop:
+        run["status"] = STATUS_INTERRUPTED
+        run["streams_done"] = finished
+        run["environment"]["stopped"] = now()
+        if writer is not None:
+            writer.run = run
+            writer.save()
+        empty = Scored(reports=[], signatures={"ne_tokenizer": ne_tok})
+        stopped = EvalOutcome(run, empty, False, finished, len(streams), request.out, stage="scoring")
+        raise Interrupted(stopped, stop) from None
     run["status"] = STATUS_COMPLETE
     run["streams_done"] = finished
     run["environment"]["finished"] = now()
@@ -229,11 +319,13 @@ def _partial_outcome(
 
 
 class Interrupted(Exception):
-    """The run was stopped by the user; ``outcome`` holds what was finished (and written)."""
+    """The run was stopped by the user (Ctrl-C, or SIGTERM as :class:`simul.errors.Terminated`);
+    ``outcome`` holds what was finished (and written), ``cause`` the interruption."""
 
-    def __init__(self, outcome: EvalOutcome) -> None:
+    def __init__(self, outcome: EvalOutcome, cause: KeyboardInterrupt | None = None) -> None:
         super().__init__("interrupted")
         self.outcome = outcome
+        self.cause = cause if cause is not None else KeyboardInterrupt()
 
 
 def methods_for(

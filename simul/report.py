@@ -52,3 +52,17 @@ def methods_table(
                 cells.append(fmt(metrics.get(name), spec))
         table.add_row(method.get("label", method["name"]), *cells)
     return table
+
+
+def reference_note(methods: Sequence[dict[str, Any]]) -> str | None:
+    """A caption line when some streams have no reference: quality figures then cover fewer streams."""
+    counts = methods[0].get("counts", {}) if methods else {}
+    streams, refs = counts.get("streams"), counts.get("references")
+    if streams is None or refs is None or refs == streams:
+        return None
+    if refs == 0:
+        return f"chrF, BLEU and COMET blank: none of the {streams} streams has a reference"
+    return (
+        f"chrF, BLEU and COMET on the {refs} of {streams} streams that have a reference "
+        f"({streams - refs} have reference: null)"
+    )

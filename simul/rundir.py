@@ -3,12 +3,20 @@
     run.json        schema version, tool version, resolved config, hashes, environment, signatures, metrics
     streams.jsonl   the streams that were evaluated (references included), so the directory stands alone
     steps.jsonl     one line per method, stream and step, written as each stream finishes
+    timings.jsonl   the wall-clock fields of those steps (every ``t_*`` field), keyed by method, stream, step
     per_stream.jsonl  per method and stream: sentence chrF, COMET, erasure, latency (for paired comparisons)
+    .lock           present while a process writes the directory (see :mod:`simul.runlock`)
 
-JSON is written with sorted keys and rounded floats; wall-clock figures live in their own fields
-(``t_prompt``, ``t_gen``; ``environment``) so two runs diff cleanly. ``run.json`` carries a ``status``:
-``running`` while decoding, ``interrupted`` when stopped early, ``complete`` only once every stream of every
-method is written and scored. Nothing treats a run that is not complete as complete.
+JSON is written with sorted keys and rounded floats. Wall-clock figures live apart: the step timings in
+``timings.jsonl`` and the machine in ``run.json``'s ``environment``, so that ``steps.jsonl`` and
+``per_stream.jsonl`` of two runs with the same settings are byte-identical and diff cleanly. Readers join
+``timings.jsonl`` back onto the steps; run directories written before the split (timings inside
+``steps.jsonl``) still load. Each stream's timings are written before its steps, so a stream whose steps
+are all in ``steps.jsonl`` has its timings too.
+
+``run.json`` carries a ``status``: ``running`` while decoding, ``interrupted`` when stopped early,
+``complete`` only once every stream of every method is written and scored. Nothing treats a run that is not
+complete as complete. One process at a time writes a run directory: writers hold its lock.
 """
 
 from __future__ import annotations
@@ -16,14 +24,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simul.decoding import StepRecord, StreamResult
 from simul.errors import SimulError
+from simul.files import os_error_message
+from simul.files import write_atomic as write_atomic
 from simul.hashing import sha256_file
-from simul.methods import Method
+from simul.methods import METHOD_NAMES, Method
+from simul.runlock import writer_of
 from simul.streams.format import Stream, dumps_stream, iter_streams
 
 SCHEMA_VERSION = 1
@@ -31,30 +42,73 @@ RUN_FILE = "run.json"
 STEPS_FILE = "steps.jsonl"
 STREAMS_FILE = "streams.jsonl"
 PER_STREAM_FILE = "per_stream.jsonl"
+TIMINGS_FILE = "timings.jsonl"
+TIMING_PREFIX = "t_"  # step fields measured in wall-clock time go to TIMINGS_FILE
+STEP_KEYS = ("method", "stream", "step")
 
 STATUS_RUNNING = "running"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_COMPLETE = "complete"
+
+RESUME_ADVICE = "Re-run with `simul eval --resume --out DIR` to recompute what is missing"
+REDO_ADVICE = (
+    "The run says it is complete, so --resume will not touch it: run it again with --overwrite "
+    "(or restore the directory from a copy)"
+)
 
 
 def dump_json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def step_line(method_key: str, stream_id: str, record: StepRecord) -> str:
+def step_lines(method_key: str, stream_id: str, record: StepRecord) -> tuple[str, str]:
+    """The record's line in steps.jsonl (no wall-clock field) and its line in timings.jsonl."""
     obj = record.to_json()
     obj["method"] = method_key
     obj["stream"] = stream_id
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+    timing = {k: obj.pop(k) for k in list(obj) if k.startswith(TIMING_PREFIX)}
+    timing.update({k: obj[k] for k in STEP_KEYS})
+    return (
+        json.dumps(obj, ensure_ascii=False, sort_keys=True),
+        json.dumps(timing, ensure_ascii=False, sort_keys=True),
+    )
+
+
+def step_line(method_key: str, stream_id: str, record: StepRecord) -> str:
+    """The record's line in steps.jsonl."""
+    return step_lines(method_key, stream_id, record)[0]
+
+
+StepKey = tuple[str, str, int]
+
+
+def _read_timings(path: Path, strict: bool) -> dict[StepKey, dict[str, Any]]:
+    """timings.jsonl by (method, stream, step); a damaged line ends the reading (an error with ``strict``)."""
+    timings: dict[StepKey, dict[str, Any]] = {}
+    if not path.exists():
+        return timings
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                if not raw.endswith(b"\n"):
+                    raise ValueError("the line is cut short (the run was interrupted while writing)")
+                obj = json.loads(raw.decode("utf-8"))
+                key = (str(obj.pop("method")), str(obj.pop("stream")), int(obj.pop("step")))
+                if key in timings:
+                    raise ValueError(
+                        f"a second timing record for method {key[0]!r}, stream {key[1]!r}, "
+                        f"step {key[2]} (two processes wrote this run at once)"
+                    )
+                if any(not k.startswith(TIMING_PREFIX) for k in obj):
+                    raise ValueError("a timing record holds fields other than t_*")
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+                if strict:
+                    raise SimulError(
+                        f"{path}:{number}: unreadable timing record ({exc}); the file is damaged"
+                    ) from None
+                break
+            timings[key] = obj
+    return timings
 
 
 @dataclass
@@ -67,19 +121,22 @@ class LoadedSteps:
     problem: str | None  # why the rest was not usable (a truncated or malformed line), if anything
 
 
-def read_steps(path: Path, methods: Sequence[Method], strict: bool) -> LoadedSteps:
-    """Read steps.jsonl. With ``strict`` any damage is an error naming the line; otherwise the damaged tail
-    (an interrupted write) and any stream not finished by every method are left out."""
+def read_steps(path: Path, methods: Sequence[Method], strict: bool, fix: str = RESUME_ADVICE) -> LoadedSteps:
+    """Read steps.jsonl, joined with timings.jsonl next to it. With ``strict`` any damage is an error naming
+    the line and ending with ``fix``; otherwise the damaged tail (an interrupted write) and any stream not
+    finished by every method are left out. A step record seen twice (two writers at once) is damage."""
     by_key = {m.key: m for m in methods}
     per_stream: dict[str, dict[str, list[StepRecord]]] = {}
     order: list[str] = []
     line_end: dict[str, int] = {}
+    seen: dict[StepKey, int] = {}
     problem = None
     offset = 0
     if not path.exists():
         if strict:
             raise SimulError(f"{path} is missing; the run directory is incomplete")
         return LoadedSteps({k: [] for k in by_key}, [], 0, None)
+    timings = _read_timings(path.with_name(TIMINGS_FILE), strict)
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             where = f"{path}:{number}"
@@ -91,13 +148,25 @@ def read_steps(path: Path, methods: Sequence[Method], strict: bool) -> LoadedSte
                 stream_id = obj.pop("stream")
                 if key not in by_key:
                     raise ValueError(f"method {key!r} is not one of this run's methods")
+                step_key = (key, stream_id, obj.get("step"))
+                if step_key in seen:
+                    raise ValueError(
+                        f"duplicate step record: method {key!r}, stream {stream_id!r}, "
+                        f"step {obj.get('step')} is also on line {seen[step_key]} "
+                        "(two processes wrote this run at once)"
+                    )
+                seen[step_key] = number
+                if "t_prompt" not in obj:  # written since the timing split: join its timings
+                    timing = timings.get(step_key)
+                    if timing is None:
+                        raise ValueError(f"its timings are missing from {TIMINGS_FILE}")
+                    obj.update(timing)
                 record = StepRecord.from_json(obj)
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
                 problem = f"{where}: {exc}"
                 if strict:
                     raise SimulError(
-                        f"{where}: unreadable step record ({exc}); the file is damaged. Re-run with "
-                        "`simul eval --resume --out DIR` to recompute what is missing"
+                        f"{where}: unreadable step record ({exc}); the file is damaged. {fix}"
                     ) from None
                 break
             offset += len(raw)
@@ -117,7 +186,7 @@ def read_steps(path: Path, methods: Sequence[Method], strict: bool) -> LoadedSte
             if strict:
                 raise SimulError(
                     f"{path}: stream {stream_id!r} is not finished by every method; the run is incomplete. "
-                    "Re-run with `simul eval --resume --out DIR`"
+                    f"{fix}"
                 )
             break
         complete.append(stream_id)
@@ -127,6 +196,10 @@ def read_steps(path: Path, methods: Sequence[Method], strict: bool) -> LoadedSte
         for key, method in by_key.items():
             results[key].append(StreamResult(stream_id, method, per_stream[stream_id][key]))
     return LoadedSteps(results, complete, good_bytes, problem)
+
+
+def timing_lines(results: Iterable[StreamResult]) -> list[str]:
+    return [step_lines(r.method.key, r.stream_id, s)[1] for r in results for s in r.steps]
 
 
 class RunWriter:
@@ -150,13 +223,14 @@ class RunWriter:
             )
             raise SimulError(f"{path} already holds a run ({status}); {hint}, or choose another --out")
         path.mkdir(parents=True, exist_ok=True)
-        for name in (STEPS_FILE, PER_STREAM_FILE):
+        for name in (STEPS_FILE, TIMINGS_FILE, PER_STREAM_FILE):
             (path / name).unlink(missing_ok=True)
         write_atomic(path / STREAMS_FILE, "".join(dumps_stream(s) + "\n" for s in streams))
         run["config"]["streams"]["evaluated_sha256"] = sha256_file(path / STREAMS_FILE)
         run["status"] = STATUS_RUNNING
         writer = cls(path, run)
         writer.save()
+        (path / TIMINGS_FILE).touch()
         (path / STEPS_FILE).touch()
         return writer
 
@@ -178,24 +252,43 @@ class RunWriter:
         run["config"]["streams"]["evaluated_sha256"] = old["config"]["streams"].get("evaluated_sha256")
         steps_path = path / STEPS_FILE
         loaded = read_steps(steps_path, methods, strict=False)
-        # Drop a damaged tail and half-finished streams, so the file holds whole streams only.
+        # Drop a damaged tail and half-finished streams, so the files hold whole streams only.
         if steps_path.exists() and steps_path.stat().st_size != loaded.good_bytes:
             with steps_path.open("r+b") as handle:
                 handle.truncate(loaded.good_bytes)
+        kept = [r for rs in zip(*loaded.results.values(), strict=True) for r in rs]
+        write_atomic(path / TIMINGS_FILE, "".join(line + "\n" for line in timing_lines(kept)))
         run["status"] = STATUS_RUNNING
         writer = cls(path, run)
         writer.save()
         return writer, loaded
 
     def append(self, stream_id: str, results: Iterable[StreamResult]) -> None:
-        lines = [step_line(r.method.key, stream_id, s) for r in results for s in r.steps]
-        with (self.path / STEPS_FILE).open("a", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        """Add one finished stream: its timings first, then its steps (which make it count as done)."""
+        pairs = [step_lines(r.method.key, stream_id, s) for r in results for s in r.steps]
+        for name, lines in ((TIMINGS_FILE, [t for _, t in pairs]), (STEPS_FILE, [q for q, _ in pairs])):
+            target = self.path / name
+            try:
+                with target.open("a", encoding="utf-8") as handle:
+                    handle.write("\n".join(lines) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as exc:
+                raise SimulError(
+                    f"{os_error_message(exc, target)}. The streams finished before are kept: continue with "
+                    f"`simul eval --resume --out {self.path}` (same options) once that is fixed"
+                ) from None
 
     def save(self) -> None:
-        write_atomic(self.path / RUN_FILE, dump_json(self.run))
+        try:
+            write_atomic(self.path / RUN_FILE, dump_json(self.run))
+        except SimulError as exc:
+            if self.run.get("status") == STATUS_COMPLETE or not (self.path / RUN_FILE).exists():
+                raise
+            raise SimulError(
+                f"{exc}. {RUN_FILE} keeps its last state ({_peek_status(self.path)}); the streams finished "
+                f"are kept: continue with `simul eval --resume --out {self.path}` once that is fixed"
+            ) from None
 
     def write_per_stream(self, rows: Iterable[Mapping[str, Any]]) -> None:
         write_atomic(
@@ -252,7 +345,36 @@ def load_run_json(path: Path) -> dict[str, Any]:
             f"{run_file} has schema version {obj.get('schema_version') if isinstance(obj, dict) else '?'}; "
             f"this simul reads version {SCHEMA_VERSION}"
         )
+    problem = _run_json_problem(obj)
+    if problem:
+        raise SimulError(
+            f"{run_file}: {problem}; the file is damaged or was not written by simul "
+            "(run the evaluation again with --overwrite)"
+        )
     return obj
+
+
+def _run_json_problem(run: Mapping[str, Any]) -> str | None:
+    """What is missing from a run.json for the readers (score, diff, show, export, resume), if anything."""
+    config = run.get("config")
+    if not isinstance(config, dict):
+        return "it has no 'config' object"
+    for key, kind in (("streams", dict), ("model", dict), ("methods", list), ("ne_tokenizer", str)):
+        if not isinstance(config.get(key), kind):
+            return f"'config' has no valid {key!r}"
+    for index, method in enumerate(config["methods"]):
+        if not isinstance(method, dict) or method.get("name") not in METHOD_NAMES:
+            return f"config method {index + 1} has no valid 'name' (one of {', '.join(METHOD_NAMES)})"
+    scored = run.get("methods")
+    if scored is not None:
+        if not isinstance(scored, list):
+            return "'methods' is not a list"
+        for index, method in enumerate(scored):
+            if not isinstance(method, dict) or not all(k in method for k in ("name", "key", "label")):
+                return f"scored method {index + 1} lacks 'name', 'key' or 'label'"
+            if not isinstance(method.get("metrics"), dict):
+                return f"scored method {index + 1} has no 'metrics' object"
+    return None
 
 
 @dataclass
@@ -262,30 +384,57 @@ class LoadedRun:
     methods: list[Method]
     streams: dict[str, Stream]
     results: dict[str, list[StreamResult]]
+    complete: list[str] = field(default_factory=list)  # ids of the streams finished by every method
+    being_written: str | None = None  # who is writing the directory now (only with allow_incomplete)
 
 
-def load_run(path: Path, allow_incomplete: bool = False) -> LoadedRun:
-    """Read a whole run directory back; a run that is not complete is refused unless asked for."""
+def refuse_if_written(path: Path) -> None:
+    """A reader that needs a finished run refuses a directory another process is writing."""
+    holder = writer_of(path)
+    if holder is not None:
+        raise SimulError(f"{path} is being written by {holder}; wait until it finishes, then try again")
+
+
+def load_run(path: Path, allow_incomplete: bool = False, can_allow: bool = True) -> LoadedRun:
+    """Read a whole run directory back; a run that is not complete is refused unless asked for.
+
+    A run another process is writing is refused too, unless ``allow_incomplete`` (then ``being_written``
+    says who, for a warning). ``can_allow`` says whether the command has --allow-incomplete to suggest."""
+    holder = writer_of(path) if path.is_dir() else None
+    if holder is not None and not allow_incomplete:
+        refuse_if_written(path)
     run = load_run_json(path)
     status = run.get("status")
     if status != STATUS_COMPLETE and not allow_incomplete:
+        alternative = " or pass --allow-incomplete" if can_allow else ""
         raise SimulError(
             f"{path} is not a complete run (status: {status}); finish it with "
-            f"`simul eval --resume --out {path}` "
-            "or pass --allow-incomplete"
+            f"`simul eval --resume --out {path}` (same options as the run){alternative}"
         )
-    methods = [Method.from_json(m) for m in run["config"]["methods"]]
+    try:
+        methods = [Method.from_json(m) for m in run["config"]["methods"]]
+    except (SimulError, ValueError, TypeError) as exc:
+        raise SimulError(f"{path / RUN_FILE}: a method in 'config' is invalid ({exc})") from None
     streams_path = path / STREAMS_FILE
     if not streams_path.exists():
         raise SimulError(f"{streams_path} is missing; the run directory is incomplete")
     streams = {s.id: s for s in iter_streams(streams_path)}
-    loaded = read_steps(path / STEPS_FILE, methods, strict=not allow_incomplete)
+    fix = REDO_ADVICE if status == STATUS_COMPLETE else RESUME_ADVICE
+    loaded = read_steps(path / STEPS_FILE, methods, strict=not allow_incomplete, fix=fix)
     unknown = [sid for sid in loaded.complete if sid not in streams]
     if unknown:
         raise SimulError(f"{path / STEPS_FILE} has stream {unknown[0]!r}, which is not in {STREAMS_FILE}")
-    if status == STATUS_COMPLETE and len(loaded.complete) != len(streams):
+    if status == STATUS_COMPLETE and len(loaded.complete) != len(streams) and not allow_incomplete:
         raise SimulError(
             f"{path} says it is complete but {STEPS_FILE} holds {len(loaded.complete)} "
-            f"of {len(streams)} streams"
+            f"of {len(streams)} streams. {REDO_ADVICE}"
         )
-    return LoadedRun(path=path, run=run, methods=methods, streams=streams, results=loaded.results)
+    return LoadedRun(
+        path=path,
+        run=run,
+        methods=methods,
+        streams=streams,
+        results=loaded.results,
+        complete=loaded.complete,
+        being_written=holder,
+    )

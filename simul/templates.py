@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import jinja2
 import jinja2.sandbox
 
-from simul.errors import SimulError
+from simul.errors import SimulError, UsageError
 from simul.languages import Language
 
 INSTRUCTION = (
@@ -197,4 +197,4 @@ def get_template(name: str) -> Template:
     try:
         return PRESETS[name]
     except KeyError:
-        raise SimulError(f"unknown template {name!r}; choose one of: {', '.join(TEMPLATE_NAMES)}") from None
+        raise UsageError(f"unknown template {name!r}; choose one of: {', '.join(TEMPLATE_NAMES)}") from None

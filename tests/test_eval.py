@@ -56,9 +56,13 @@ def test_eval_json_and_run_directory(tiny_model: Path, streams_file: Path, tmp_p
     n_steps = sum(len(s.steps) for s in make_streams())
     assert len(lines) == 2 * n_steps
     first = json.loads(lines[0])
-    for key in ("source", "output_ids", "output", "display", "draft_tokens", "accepted", "t_prompt", "t_gen"):
+    for key in ("source", "output_ids", "output", "display", "draft_tokens", "accepted"):
         assert key in first
+    assert not [key for key in first if key.startswith("t_")]  # wall-clock figures live in timings.jsonl
     assert list(first) == sorted(first)
+    timing = json.loads((out / "timings.jsonl").read_text().splitlines()[0])
+    assert {"method", "stream", "step", "t_prompt", "t_gen"} <= set(timing)
+    assert (timing["method"], timing["stream"], timing["step"]) == (first["method"], first["stream"], 0)
 
 
 def test_score_reproduces_eval(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
@@ -132,7 +136,7 @@ def test_score_errors(tiny_model: Path, streams_file: Path, tmp_path: Path) -> N
         == 0
     )
     unknown = runner.invoke(app, ["score", str(out), "--metric", "bleurt"])
-    assert unknown.exit_code == 1 and "unknown metric 'bleurt'" in unknown.output
+    assert unknown.exit_code == 2 and "unknown metric 'bleurt'" in unknown.output
     only = runner.invoke(app, ["score", str(out), "--metric", "chrf", "--json", "--quiet"])
     assert only.exit_code == 0 and set(json.loads(only.stdout)["methods"][0]["metrics"]) == {"chrf"}
     steps = out / "steps.jsonl"

@@ -52,7 +52,7 @@ def test_round_trip_keeps_everything(tmp_path: Path) -> None:
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     assert (first["format"], first["version"]) == ("simul-stream", 1)
     assert list(first) == sorted(first)
-    assert not (tmp_path / "out" / "streams.jsonl.tmp").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["streams.jsonl"]
 
 
 def test_times_are_stored_to_a_tenth_of_a_millisecond(tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_writer_refuses_invalid_streams_and_leaves_nothing(tmp_path: Path) -> No
     bad = Stream("bad", "en", "de", (Step("a", final=False),))
     with pytest.raises(SimulError, match="refusing to write an invalid stream"):
         write_streams(path, [timed_stream(), bad])
-    assert not path.exists() and not (tmp_path / "s.jsonl.tmp").exists()
+    assert not path.exists() and list(tmp_path.iterdir()) == []
 
 
 def test_writer_keeps_the_old_file_when_the_streams_fail_half_way(tmp_path: Path) -> None:
@@ -169,4 +169,4 @@ def test_writer_keeps_the_old_file_when_the_streams_fail_half_way(tmp_path: Path
     with pytest.raises(SimulError, match="the importer failed"):
         write_streams(path, failing())
     assert [s.id for s in iter_streams(path)] == ["old"]
-    assert not (tmp_path / "s.jsonl.tmp").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["s.jsonl"]

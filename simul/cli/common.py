@@ -5,15 +5,19 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
-from simul.errors import SimulError, UsageError
+from simul.errors import SimulError, Terminated, UsageError
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 
 P = ParamSpec("P")
@@ -26,19 +30,65 @@ if not err_console.is_terminal and "COLUMNS" not in os.environ:
     err_console.width = 200
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+def interrupt_exit(exc: KeyboardInterrupt) -> tuple[str, int]:
+    """How a stop is named in messages, and the exit code: Ctrl-C (SIGINT) or SIGTERM."""
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM)", EXIT_TERMINATED
+    return "interrupted", EXIT_INTERRUPTED
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), so a run stopped by a
+    scheduler or ``kill`` is wound down like one stopped with Ctrl-C: marked interrupted, finished streams
+    kept, a message, and exit code 143."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn the domain exception into a one-line message and an exit code (1 error, 2 usage)."""
+    """Turn the domain exception into a one-line message and an exit code (1 error, 2 usage); an interruption
+    (Ctrl-C or SIGTERM) into a message and exit code 130 or 143; an unexpected OS error (a full disk, a
+    permission) into a one-line message instead of a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return func(*args, **kwargs)
-        except UsageError as exc:
-            err_console.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
-            raise typer.Exit(code=2) from None
-        except SimulError as exc:
-            err_console.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
-            raise typer.Exit(code=1) from None
+        with sigterm_as_interrupt():
+            try:
+                return func(*args, **kwargs)
+            except UsageError as exc:
+                err_console.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
+                raise typer.Exit(code=2) from None
+            except SimulError as exc:
+                err_console.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
+                raise typer.Exit(code=1) from None
+            except OSError as exc:
+                where = f" ({exc.filename})" if exc.filename else ""
+                err_console.print(
+                    f"[bold red]error:[/] {_escape((exc.strerror or str(exc)) + where)}", soft_wrap=True
+                )
+                raise typer.Exit(code=1) from None
+            except KeyboardInterrupt as exc:
+                what, code = interrupt_exit(exc)
+                err_console.print(
+                    f"[yellow]{what}[/] before the command finished; files are written whole or not at all, "
+                    "so nothing was left half-written"
+                )
+                raise typer.Exit(code=code) from None
 
     return wrapper
 
@@ -55,6 +105,7 @@ def print_json(obj: Any) -> None:
 
 
 def show_progress(quiet: bool) -> bool:
+    """A live progress bar: on a terminal, unless --quiet (elsewhere plain progress lines are printed)."""
     return not quiet and err_console.is_terminal
 
 
@@ -66,8 +117,18 @@ TemplateOpt = Annotated[
     str, typer.Option("--template", help="Prompt template: auto, chat, fewshot, plain, tower, qwen3.")
 ]
 LimitOpt = Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for llama.cpp.")]
-NCtxOpt = Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads", help="CPU threads for llama.cpp (0 or unset: auto, the available cores, up to 8)."
+    ),
+]
+NCtxOpt = Annotated[
+    int,
+    typer.Option(
+        "--n-ctx", help="Context window in tokens (at most the model's training length, which caps it)."
+    ),
+]
 FuseOpt = Annotated[
     bool,
     typer.Option(

@@ -27,7 +27,7 @@ from simul.cli.running import engine_settings, run_with_progress
 from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
-from simul.report import methods_table
+from simul.report import methods_table, reference_note
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
@@ -42,6 +42,9 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
             f"chrF {outcome.scored.signatures.get('chrf', '-')}",
         ]
+        note = reference_note(rows)
+        if note:
+            caption_lines.append(note)
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
         if outcome.run_dir:

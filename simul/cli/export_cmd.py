@@ -10,6 +10,7 @@ import typer
 from simul.cli.common import err_console, handle_errors
 from simul.errors import SimulError, UsageError
 from simul.export import simuleval_lines
+from simul.files import os_error_message
 from simul.rundir import load_run, write_atomic
 
 FORMATS = ("simuleval",)
@@ -34,13 +35,16 @@ def register(app: typer.Typer) -> None:
         """Write a SimulEval-style instances.log of what was displayed, to rescore a run elsewhere."""
         if format not in FORMATS:
             raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(FORMATS)}")
-        loaded = load_run(run_dir)
+        loaded = load_run(run_dir, can_allow=False)
         keys = [m.key for m in loaded.methods]
         key = method or keys[-1]
         if key not in loaded.results:
             raise SimulError(f"{run_dir} has no method {key!r}; it has: {', '.join(keys)}")
         target = output or run_dir / "simuleval" / key / "instances.log"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SimulError(os_error_message(exc, target.parent, "create the folder")) from None
         lines = list(simuleval_lines(loaded.results[key], loaded.streams))
         write_atomic(target, "".join(line + "\n" for line in lines))
         err_console.print(f"wrote {len(lines)} instances of {key} to {target}")

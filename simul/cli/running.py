@@ -1,7 +1,8 @@
-"""Running an evaluation from a command: the progress bar, and what Ctrl-C leaves behind."""
+"""Running an evaluation from a command: checked engine options, progress, and what Ctrl-C leaves behind."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,11 +16,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from simul.cli.common import err_console, show_progress
+from simul.cli.common import err_console, interrupt_exit, show_progress
 from simul.engine import EngineSettings
+from simul.errors import UsageError
 from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.templates import TEMPLATE_NAMES
 
-EXIT_INTERRUPTED = 130
+PLAIN_PROGRESS_EVERY = 10.0  # seconds between plain progress lines (stderr not a terminal)
 
 
 def progress_bar(enabled: bool) -> Progress:
@@ -35,9 +38,69 @@ def progress_bar(enabled: bool) -> Progress:
     )
 
 
+def _clock(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class PlainProgress:
+    """Progress for logs (stderr not a terminal): a plain line at most every ``every`` seconds, and one when
+    the last stream is done: streams done, elapsed time and the estimated time left.
+
+    The estimate is (time so far / streams decoded in this process) x streams left; streams resumed from a
+    run directory are not counted as decoded, so they do not shorten it.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        every: float = PLAIN_PROGRESS_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+        write: Callable[[str], None] | None = None,
+    ) -> None:
+        self.label = label
+        self.every = every
+        self.clock = clock
+        self.write = write or (lambda line: err_console.print(line, markup=False, highlight=False))
+        self.start: float | None = None
+        self.first_done = 0
+        self.last: float | None = None
+
+    def update(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.start is None:
+            self.start, self.first_done = now, done
+            self.write(f"{self.label}: {done}/{total} streams to start with")
+            self.last = now
+            return
+        assert self.last is not None
+        if done < total and now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = now - self.start
+        decoded = done - self.first_done
+        eta = _clock(elapsed / decoded * (total - done)) if decoded > 0 else "unknown"
+        percent = 100 * done // total if total else 100
+        self.write(f"{self.label}: {done}/{total} streams ({percent}%), {_clock(elapsed)} elapsed, ETA {eta}")
+
+    def stage(self, description: str) -> None:
+        self.write(f"{self.label}: {description}")
+
+
 def engine_settings(
     model: Path | None, template: str, n_ctx: int, threads: int | None, fuse: bool, verify_chunk: int
 ) -> EngineSettings:
+    """The engine options of eval, sweep and bench, checked before anything is loaded (usage errors)."""
+    if n_ctx < 1:
+        raise UsageError(f"--n-ctx must be a positive number of tokens (e.g. 2048), got {n_ctx}")
+    if threads is not None and threads < 0:
+        raise UsageError(f"--threads must be 0 (auto) or a positive number of threads, got {threads}")
+    if verify_chunk < 0:
+        raise UsageError(
+            f"--verify-chunk must be 0 (whole drafts) or a positive chunk size, got {verify_chunk}"
+        )
+    if template not in TEMPLATE_NAMES:
+        raise UsageError(f"unknown --template {template!r}; choose one of: {', '.join(TEMPLATE_NAMES)}")
     return EngineSettings(
         model=model, template=template, n_ctx=n_ctx, threads=threads, fuse=fuse, verify_chunk=verify_chunk
     )
@@ -49,26 +112,47 @@ def run_with_progress(
     label: str,
     on_interrupt: Callable[[EvalOutcome], None] | None = None,
 ) -> EvalOutcome:
-    """Run the evaluation under a progress bar over streams.
+    """Run the evaluation under a progress bar over streams (plain lines when stderr is not a terminal).
 
-    On Ctrl-C the finished streams are kept (in the run directory when there is one), ``on_interrupt``
-    reports what was done, and the command exits 130.
+    On Ctrl-C or SIGTERM the finished streams are kept (in the run directory when there is one),
+    ``on_interrupt`` reports what was done, and the command exits 130 (143 for SIGTERM).
     """
+    plain = None if quiet or show_progress(quiet) else PlainProgress(label)
     with progress_bar(show_progress(quiet)) as bar:
         task = bar.add_task(label, total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+            if plain is not None:
+                plain.update(done, total)
+
+        def on_scoring() -> None:
+            bar.update(task, description="scoring")
+            if plain is not None:
+                plain.stage("scoring")
+
         try:
-            return run_evaluation(
-                request,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-                on_comet_loading=lambda: bar.update(task, description="scoring"),
-            )
+            return run_evaluation(request, progress=on_progress, on_comet_loading=on_scoring)
         except Interrupted as stop:
             bar.stop()
-            if on_interrupt is not None:
-                on_interrupt(stop.outcome)
-            hint = f"; continue with --resume --out {request.out}" if request.out else ""
-            err_console.print(
-                f"[yellow]interrupted[/] after {stop.outcome.streams_done} of {stop.outcome.streams_total} "
-                f"streams: finished streams are kept{hint}"
-            )
-            raise typer.Exit(code=EXIT_INTERRUPTED) from None
+            outcome = stop.outcome
+            if on_interrupt is not None and outcome.stage == "decoding":
+                on_interrupt(outcome)
+            what, code = interrupt_exit(stop.cause)
+            if outcome.stage == "scoring":
+                hint = (
+                    f"; score them with `simul eval --resume --out {request.out}` (same options)"
+                    if request.out
+                    else ""
+                )
+                err_console.print(
+                    f"[yellow]{what}[/] while scoring: all {outcome.streams_done} streams were decoded"
+                    f"{' and are kept' if request.out else ''}{hint}"
+                )
+            else:
+                hint = f"; continue with --resume --out {request.out}" if request.out else ""
+                err_console.print(
+                    f"[yellow]{what}[/] after {outcome.streams_done} of {outcome.streams_total} "
+                    f"streams: finished streams are kept{hint}"
+                )
+            raise typer.Exit(code=code) from None

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from simul.cli.common import err_console, handle_errors, print_json
-from simul.errors import SimulError
+from simul.errors import SimulError, UsageError
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
-from simul.report import TABLE2_COLUMNS, methods_table
+from simul.report import TABLE2_COLUMNS, methods_table, reference_note
 from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
+from simul.runlock import RunLock
 from simul.scoring import score
 
 
@@ -44,56 +46,75 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Recompute every metric from a run directory (to add COMET, or to check a run)."""
         if update and allow_incomplete:
-            raise SimulError(
+            raise UsageError(
                 "--update writes a complete run's figures; it cannot be combined with --allow-incomplete"
             )
         columns = list(TABLE2_COLUMNS)
         if metric:
             infos = [metric_info(name) for name in metric]
             columns = [(i.name, i.title, ".4g") for i in infos]
-        loaded = load_run(run_dir, allow_incomplete=allow_incomplete)
-        config = loaded.run["config"]
-        comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
-        batch = comet_batch_size or int(config.get("comet_batch_size", 16))
-        comet, reason = load_comet(comet_name, batch)
-        if comet is None and require_comet:
-            raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
-        scored = score(loaded.methods, loaded.results, loaded.streams, config["ne_tokenizer"], comet, reason)
-        rows = scored.methods_json()
-        if update:
-            run = loaded.run
-            run["signatures"] = scored.signatures
-            run["comet"] = scored.comet
-            run["methods"] = rows
-            writer = RunWriter(run_dir, run)
-            writer.write_per_stream(scored.per_stream_rows())
-            writer.save()
-        if not quiet:
-            caption = [f"{len(loaded.streams)} streams from {run_dir}"]
-            if not scored.comet.get("available"):
-                caption.append(f"COMET unavailable: {scored.comet.get('reason')}")
-            err_console.print(
-                methods_table(
-                    rows,
-                    title="simul score",
-                    caption="\n".join(caption),
-                    columns=columns,
-                    comet_available=bool(scored.comet.get("available")),
+        # --update rewrites the run: it holds the directory's lock like any writer
+        with RunLock.acquire(run_dir) if update and run_dir.is_dir() else nullcontext():
+            loaded = load_run(run_dir, allow_incomplete=allow_incomplete)
+            if loaded.being_written:
+                err_console.print(
+                    f"[yellow]warning:[/] {run_dir} is being written by {loaded.being_written}; "
+                    "scoring the streams finished so far",
+                    soft_wrap=True,
                 )
+            config = loaded.run["config"]
+            comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
+            batch = comet_batch_size or int(config.get("comet_batch_size", 16))
+            comet, reason = load_comet(comet_name, batch)
+            if comet is None and require_comet:
+                raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
+            scored = score(
+                loaded.methods, loaded.results, loaded.streams, config["ne_tokenizer"], comet, reason
             )
-        if as_json:
-            shown = [c[0] for c in columns] if metric else None
-            print_json(
-                {
-                    "methods": [
-                        {
-                            **{k: r[k] for k in ("name", "beta", "mask_k", "mask", "key", "label")},
-                            "metrics": r["metrics"] if shown is None else {k: r["metrics"][k] for k in shown},
-                        }
-                        for r in rows
-                    ],
-                    "run_dir": str(run_dir),
-                    "signatures": scored.signatures,
-                    "comet": scored.comet,
-                }
-            )
+            rows = scored.methods_json()
+            if update:
+                run = loaded.run
+                run["signatures"] = scored.signatures
+                run["comet"] = scored.comet
+                run["methods"] = rows
+                writer = RunWriter(run_dir, run)
+                writer.write_per_stream(scored.per_stream_rows())
+                writer.save()
+            if not quiet:
+                n_scored = len(loaded.complete)
+                of_total = f" of {len(loaded.streams)}" if n_scored != len(loaded.streams) else ""
+                caption = [f"{n_scored}{of_total} streams from {run_dir}"]
+                note = reference_note(rows)
+                if note:
+                    caption.append(note)
+                if not scored.comet.get("available"):
+                    caption.append(f"COMET unavailable: {scored.comet.get('reason')}")
+                err_console.print(
+                    methods_table(
+                        rows,
+                        title="simul score",
+                        caption="\n".join(caption),
+                        columns=columns,
+                        comet_available=bool(scored.comet.get("available")),
+                    )
+                )
+            if as_json:
+                shown = [c[0] for c in columns] if metric else None
+                print_json(
+                    {
+                        "methods": [
+                            {
+                                **{k: r[k] for k in ("name", "beta", "mask_k", "mask", "key", "label")},
+                                "metrics": r["metrics"]
+                                if shown is None
+                                else {k: r["metrics"][k] for k in shown},
+                            }
+                            for r in rows
+                        ],
+                        "run_dir": str(run_dir),
+                        "streams": len(loaded.complete),
+                        "streams_total": len(loaded.streams),
+                        "signatures": scored.signatures,
+                        "comet": scored.comet,
+                    }
+                )

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from simul.cli.common import err_console, handle_errors
 from simul.errors import SimulError
+from simul.files import check_writable_file
 from simul.rundir import load_run, write_atomic
 from simul.show import html_page, rich_text, stream_view
 
@@ -28,7 +29,15 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Show how a stream's translation evolved: reused, new, erased and masked text per step."""
+        if html_file is not None:
+            check_writable_file(html_file)  # before the work, not after it
         loaded = load_run(run_dir, allow_incomplete=True)
+        if loaded.being_written:
+            err_console.print(
+                f"[yellow]warning:[/] {run_dir} is being written by {loaded.being_written}; "
+                "showing the streams finished so far",
+                soft_wrap=True,
+            )
         if stream not in loaded.streams:
             some = ", ".join(list(loaded.streams)[:5])
             raise SimulError(f"{run_dir} has no stream {stream!r}; it has e.g. {some}")

@@ -25,7 +25,7 @@ from simul.cli.common import (
 )
 from simul.cli.running import engine_settings, run_with_progress
 from simul.errors import UsageError
-from simul.evaluation import EvalRequest
+from simul.evaluation import EvalRequest, locked_run_dir
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table
@@ -110,17 +110,18 @@ def register(app: typer.Typer) -> None:
             ne_tokenizer=ne_tokenizer,
             comet_model=comet_model,
         )
-        outcome = run_with_progress(request, quiet, f"{len(methods)} methods")
-        rows = outcome.scored.methods_json()
+        with locked_run_dir(out):  # the plots are part of the run directory: written under its lock
+            outcome = run_with_progress(request, quiet, f"{len(methods)} methods")
+            rows = outcome.scored.methods_json()
+            cfg = outcome.run["config"]
+            pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
+            title = f"{cfg['model']['name']}, {outcome.streams_done} streams {pair}"
+            plots: list[Path] = []
+            if out is not None:
+                plots = plot_beta(rows, out / "sweep-beta", title)
         t3 = table3_rows(rows)
         t4 = table4_rows(rows, mask_beta)
         comet_ok = bool(outcome.scored.comet.get("available"))
-        cfg = outcome.run["config"]
-        pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
-        title = f"{cfg['model']['name']}, {outcome.streams_done} streams {pair}"
-        plots: list[Path] = []
-        if out is not None:
-            plots = plot_beta(rows, out / "sweep-beta", title)
         if not quiet:
             err_console.print(
                 methods_table(

@@ -56,15 +56,16 @@ def method_report(
     ne = normalized_erasure(raw_tok)
     ne_display = normalized_erasure(disp_tok)
 
-    hyps = [r.final_output for r in results]
-    refs = [streams[r.stream_id].reference for r in results]
-    have_refs = all(ref is not None for ref in refs)
+    # Corpus BLEU and chrF over the streams that have a reference (a stream with ``reference: null`` is left
+    # out, and ``references`` in the counts says on how many streams they were computed).
+    with_ref = [r for r in results if streams[r.stream_id].reference is not None]
+    hyps = [r.final_output for r in with_ref]
     tgt = streams[results[0].stream_id].tgt if results else "en"
     src_lang = get_language(streams[results[0].stream_id].src) if results else get_language("en")
     bleu = chrf = None
     signatures: dict[str, str] = {}
-    if have_refs and results:
-        ref_list = [ref for ref in refs if ref is not None]
+    if with_ref:
+        ref_list = [streams[r.stream_id].reference or "" for r in with_ref]
         b = corpus_bleu(hyps, ref_list, tgt)
         c = corpus_chrf(hyps, ref_list)
         bleu, chrf = b.score, c.score
@@ -143,6 +144,7 @@ def method_report(
     }
     extra = {
         "streams": len(results),
+        "references": len(with_ref),
         "steps": len(all_steps),
         "output_tokens": acc.output,
         "draft_tokens": acc.drafted,

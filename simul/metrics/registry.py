@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simul.errors import SimulError
+from simul.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -60,4 +60,4 @@ def metric_info(name: str) -> MetricInfo:
     try:
         return METRICS[name]
     except KeyError:
-        raise SimulError(f"unknown metric {name!r}; known metrics: {', '.join(METRICS)}") from None
+        raise UsageError(f"unknown metric {name!r}; known metrics: {', '.join(METRICS)}") from None

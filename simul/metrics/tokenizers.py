@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from simul.errors import SimulError
+from simul.errors import SimulError, UsageError
 from simul.languages import get_language
 
 Tokenize = Callable[[str], list[str]]
@@ -39,7 +39,7 @@ def _flores101_available() -> bool:
 def resolve_ne_tokenizer(choice: str, tgt: str) -> str:
     """The NE tokenizer name for a target language: ``auto`` picks flores101 when present locally."""
     if choice not in NE_TOKENIZER_CHOICES:
-        raise SimulError(f"unknown NE tokenizer {choice!r}; choose one of {', '.join(NE_TOKENIZER_CHOICES)}")
+        raise UsageError(f"unknown NE tokenizer {choice!r}; choose one of {', '.join(NE_TOKENIZER_CHOICES)}")
     if choice == "auto":
         return "flores101" if _flores101_available() else get_language(tgt).bleu_tokenizer
     if choice == "flores101" and not _flores101_available():

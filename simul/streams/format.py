@@ -15,13 +15,14 @@ Exactly the last step is final. ``reference`` may be null when there is none.
 from __future__ import annotations
 
 import json
-import os
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simul.errors import SimulError
+from simul.files import atomic_file, check_writable_file, os_error_message
 from simul.languages import get_language
 
 FORMAT_NAME = "simul-stream"
@@ -128,6 +129,11 @@ def _step_from_json(obj: Any, where: str) -> Step:
     time_ms = obj.get("time_ms")
     if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int | float)):
         raise SimulError(f"{where}: step 'time_ms' must be a number of milliseconds")
+    if time_ms is not None and not (math.isfinite(time_ms) and time_ms >= 0):
+        raise SimulError(
+            f"{where}: step 'time_ms' is {time_ms}; it must be a finite number of milliseconds >= 0 "
+            "(or left out on every step)"
+        )
     extra = obj.get("extra", {})
     if not isinstance(extra, dict):
         raise SimulError(f"{where}: step 'extra' must be an object")
@@ -203,12 +209,15 @@ def iter_streams(path: Path) -> Iterator[Stream]:
 
 
 def read_streams(path: Path, limit: int | None = None) -> list[Stream]:
-    """Read and validate a whole stream file (the first ``limit`` streams when given)."""
+    """Read and validate a whole stream file; return its first ``limit`` streams when given.
+
+    The lines past the limit are validated too (duplicate ids included): a damaged file is refused before
+    hours of decoding, whatever the limit. That costs one JSON parse per line, milliseconds per thousand
+    streams, small beside decoding a single stream."""
     streams: list[Stream] = []
     for stream in iter_streams(path):
-        if limit is not None and len(streams) >= limit:
-            break
-        streams.append(stream)
+        if limit is None or len(streams) < limit:
+            streams.append(stream)
     if not streams:
         raise SimulError(f"stream file {path} holds no streams")
     return streams
@@ -219,22 +228,22 @@ def dumps_stream(stream: Stream) -> str:
 
 
 def write_streams(path: Path, streams: Iterable[Stream]) -> int:
-    """Write streams atomically (a temporary file renamed into place); returns how many were written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
+    """Write streams atomically (a temporary file renamed into place); returns how many were written.
+
+    Also when the streams come from a generator that fails half-way, or the disk fills up, no half-written
+    or temporary file stays (see :func:`simul.files.atomic_file`)."""
+    check_writable_file(path)
     try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            for stream in streams:
-                try:
-                    stream.validate()
-                except ValueError as exc:
-                    raise SimulError(f"refusing to write an invalid stream: {exc}") from None
-                handle.write(dumps_stream(stream) + "\n")
-                count += 1
-    except BaseException:
-        # also when the streams come from a generator that fails half-way: no half-written file stays
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimulError(os_error_message(exc, path.parent, "create the folder")) from None
+    count = 0
+    with atomic_file(path) as handle:
+        for stream in streams:
+            try:
+                stream.validate()
+            except ValueError as exc:
+                raise SimulError(f"refusing to write an invalid stream: {exc}") from None
+            handle.write(dumps_stream(stream) + "\n")
+            count += 1
     return count
