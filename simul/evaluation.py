@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simul import __version__
+from simul.backend import ContextOverflowError
 from simul.decoding import StepRecord, StreamResult
 from simul.engine import Engine, EngineSettings
 from simul.environment import environment, now
@@ -80,6 +82,23 @@ def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
             "Give time_ms to every stream or to none, e.g. split the file into timed and untimed streams"
         )
     return streams
+
+
+def context_advice(exc: ContextOverflowError, n_ctx_train: int) -> SimulError:
+    """The context-overflow error, with advice that can work: a larger --n-ctx only up to the model's
+    training length (which caps n_ctx); past it, say so and suggest splitting the stream instead."""
+    text = str(exc)
+    wanted = re.search(r"pass --n-ctx (\d+)", text)
+    if wanted and n_ctx_train > 0 and int(wanted.group(1)) > n_ctx_train:
+        needed = re.search(r"needs (\d+) positions", text)
+        if needed and int(needed.group(1)) <= n_ctx_train:
+            return SimulError(text.replace(wanted.group(0), f"pass --n-ctx {n_ctx_train}"))
+        head = text[: wanted.start()].rstrip("; ")
+        return SimulError(
+            f"{head}; the model was trained on at most {n_ctx_train} tokens, which caps --n-ctx, so "
+            "split the stream into shorter ones or use a model with a longer context"
+        )
+    return SimulError(text)
 
 
 def check_request(request: EvalRequest) -> None:
@@ -183,7 +202,10 @@ def _evaluate(
     own_engine = engine is None
     engine = engine or Engine(request.engine)
     try:
-        engine.preflight(streams)
+        try:
+            engine.preflight(streams)
+        except ContextOverflowError as exc:
+            raise context_advice(exc, engine.backend.info.n_ctx_train) from None
         model = engine.describe(streams[0])
         config: dict[str, Any] = {
             "streams": {

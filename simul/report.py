@@ -62,7 +62,8 @@ def reference_note(methods: Sequence[dict[str, Any]]) -> str | None:
         return None
     if refs == 0:
         return f"chrF, BLEU and COMET blank: none of the {streams} streams has a reference"
+    missing = streams - refs
     return (
-        f"chrF, BLEU and COMET on the {refs} of {streams} streams that have a reference "
-        f"({streams - refs} have reference: null)"
+        f"chrF, BLEU and COMET on the {refs} of {streams} streams that have a reference; "
+        f"{missing} {'has' if missing == 1 else 'have'} reference: null"
     )

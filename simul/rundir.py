@@ -283,11 +283,12 @@ class RunWriter:
         try:
             write_atomic(self.path / RUN_FILE, dump_json(self.run))
         except SimulError as exc:
-            if self.run.get("status") == STATUS_COMPLETE or not (self.path / RUN_FILE).exists():
+            if not (self.path / RUN_FILE).exists():
                 raise
             raise SimulError(
-                f"{exc}. {RUN_FILE} keeps its last state ({_peek_status(self.path)}); the streams finished "
-                f"are kept: continue with `simul eval --resume --out {self.path}` once that is fixed"
+                f"{exc}. {RUN_FILE} keeps its last state ({_peek_status(self.path)}) and the streams "
+                f"finished are kept: continue with `simul eval --resume --out {self.path}` (same options) "
+                "once that is fixed"
             ) from None
 
     def write_per_stream(self, rows: Iterable[Mapping[str, Any]]) -> None:

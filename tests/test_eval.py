@@ -110,6 +110,10 @@ def test_interrupted_run_resumes_to_the_same_figures(
     assert got == want
     lines = (tmp_path / "cut" / "steps.jsonl").read_text().splitlines()
     assert len(lines) == len((tmp_path / "whole" / "steps.jsonl").read_text().splitlines())
+    # the timings of the dropped tail went with it: one timing record per step record, in the same order
+    timings = (tmp_path / "cut" / "timings.jsonl").read_text().splitlines()
+    keys = [(o["method"], o["stream"], o["step"]) for o in map(json.loads, lines)]
+    assert keys == [(o["method"], o["stream"], o["step"]) for o in map(json.loads, timings)]
 
 
 def test_resume_refuses_other_settings(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:

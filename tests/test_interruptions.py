@@ -1,0 +1,115 @@
+"""Stopping a run: SIGTERM like Ctrl-C, Ctrl-C while scoring, and what an unfinished run reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simul.cli import app
+from simul.engine import EngineSettings
+from simul.evaluation import EvalRequest, Interrupted, run_evaluation
+from simul.methods import Method
+from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
+from simul.streams.format import write_streams
+from tests.helpers import SENTENCES, eval_args, lag_stream, make_streams
+
+REPO = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
+    write_streams(path, make_streams())
+    return path
+
+
+def test_sigterm_is_handled_like_ctrl_c(tiny_model: Path, tmp_path: Path) -> None:
+    words = " ".join(s for s, _ in SENTENCES).split()
+    many = [lag_stream(f"s{i}", " ".join(words[: 8 + i % 9]) + ".", "Die Katze.") for i in range(40)]
+    streams = tmp_path / "many.jsonl"
+    write_streams(streams, many)
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simul", *eval_args(tiny_model, streams, "--out", str(out))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        deadline = time.monotonic() + 300
+        steps = out / "steps.jsonl"
+        while not (steps.exists() and steps.stat().st_size > 0):  # some streams are written
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM) after" in err and f"--resume --out {out}" in err and "Traceback" not in err
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == STATUS_INTERRUPTED and run["streams_done"] < len(many)
+    assert not (out / ".lock").exists()
+
+
+def test_ctrl_c_while_scoring(
+    tiny_model: Path, streams_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simul.evaluation
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(simul.evaluation, "score", interrupted)
+        result = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out)))
+    text = " ".join(result.output.split())
+    assert result.exit_code == 130
+    assert "interrupted while scoring: all 4 streams were decoded and are kept" in text
+    assert f"simul eval --resume --out {out}" in text
+    assert json.loads((out / "run.json").read_text())["status"] == STATUS_INTERRUPTED
+    resumed = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out), "--resume"))
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads((out / "run.json").read_text())["status"] == STATUS_COMPLETE
+    # Ctrl-C while `simul score` scores: a message and 130, not a silent exit
+    import simul.cli.score_cmd
+
+    monkeypatch.setattr(simul.cli.score_cmd, "score", interrupted)
+    stopped = runner.invoke(app, ["score", str(out)])
+    assert stopped.exit_code == 130 and "interrupted before the command finished" in stopped.output
+
+
+def test_allow_incomplete_reports_the_streams_scored(
+    tiny_model: Path, streams_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "cut"
+    request = EvalRequest(
+        streams_file,
+        [Method("rt")],
+        EngineSettings(model=tiny_model, n_ctx=1024, threads=2),
+        out=out,
+        comet_model="none",
+    )
+
+    def stop_after_one(done: int, total: int) -> None:
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted):
+        run_evaluation(request, progress=stop_after_one)
+    result = runner.invoke(app, ["score", str(out), "--allow-incomplete"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"1 of 4 streams from {out}" in " ".join(result.output.split())
+    doc = runner.invoke(app, ["score", str(out), "--allow-incomplete", "--json", "--quiet"])
+    assert (json.loads(doc.stdout)["streams"], json.loads(doc.stdout)["streams_total"]) == (1, 4)

@@ -1,0 +1,146 @@
+"""One writer per run directory: the lock, a second writer refused, readers told, duplicate records caught."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simul.cli import app
+from simul.errors import SimulError
+from simul.runlock import LOCK_FILE, RunLock, writer_of
+from simul.streams.format import write_streams
+from tests.helpers import SENTENCES, eval_args, lag_stream, make_streams
+
+REPO = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from simul.runlock import RunLock
+lock = RunLock.acquire(Path(sys.argv[1]))
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+Holder = tuple[Path, "subprocess.Popen[str]"]
+
+
+@pytest.fixture()
+def holder(tmp_path: Path) -> Iterator[Holder]:
+    """Another process holding the lock of tmp_path/run."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True, env=_env()
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    yield run_dir, proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_second_writer_is_refused_with_the_holder_named(holder: Holder) -> None:
+    run_dir, proc = holder
+    with pytest.raises(SimulError, match=rf"being written by process {proc.pid} on .*`.*-c"):
+        RunLock.acquire(run_dir)
+    assert writer_of(run_dir) is not None and str(proc.pid) in (writer_of(run_dir) or "")
+    # killed without a chance to clean up (kill -9): the kernel drops the lock, the stale file locks nothing
+    proc.kill()
+    proc.wait()
+    assert (run_dir / LOCK_FILE).exists() and writer_of(run_dir) is None
+    with RunLock.acquire(run_dir) as lock:
+        info = json.loads((run_dir / LOCK_FILE).read_text())
+        assert info["pid"] == os.getpid() and lock.directory == run_dir
+        assert RunLock.acquire(run_dir) is lock  # the same process may take it again
+        lock.release()
+    assert not (run_dir / LOCK_FILE).exists()  # released cleanly: no file left behind
+
+
+def test_eval_resume_and_overwrite_refused_while_another_process_writes(
+    holder: Holder,
+    tiny_model: Path,
+    tmp_path: Path,
+) -> None:
+    run_dir, proc = holder
+    streams = tmp_path / "s.jsonl"
+    write_streams(streams, make_streams())
+    for extra in (["--resume"], ["--overwrite"], []):
+        refused = runner.invoke(app, eval_args(tiny_model, streams, "--out", str(run_dir), *extra))
+        assert refused.exit_code == 1, refused.output
+        assert f"being written by process {proc.pid}" in refused.output
+        assert sorted(p.name for p in run_dir.iterdir()) == [LOCK_FILE]  # nothing written
+    # readers that need a finished run refuse; show warns
+    score = runner.invoke(app, ["score", str(run_dir)])
+    assert score.exit_code == 1 and f"being written by process {proc.pid}" in score.output
+
+
+def test_concurrent_resume_of_a_real_run_is_refused(tiny_model: Path, tmp_path: Path) -> None:
+    """Two `simul eval` processes on one --out: the second (a --resume) is refused while the first runs,
+    and the first finishes a clean run (no duplicated step records, scored like a fresh one)."""
+    streams = tmp_path / "s.jsonl"
+    write_streams(streams, [lag_stream(f"s{i}", src, ref) for i, (src, ref) in enumerate(_sentences(24))])
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "simul", *eval_args(tiny_model, streams, "--out", str(out))]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / LOCK_FILE).exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        first.send_signal(signal.SIGSTOP)  # hold it mid-run, lock held, whatever the machine's speed
+        try:
+            second = subprocess.run(
+                [*args, "--resume"], capture_output=True, text=True, env=_env(), timeout=120
+            )
+        finally:
+            first.send_signal(signal.SIGCONT)
+        assert second.returncode == 1, second.stderr
+        assert f"being written by process {first.pid}" in second.stderr
+        assert "Traceback" not in second.stderr
+        _, err = first.communicate(timeout=300)
+    finally:
+        first.kill()
+    assert first.returncode == 0, err
+    assert not (out / LOCK_FILE).exists()
+    scored = runner.invoke(app, ["score", str(out), "--json", "--quiet"])
+    assert scored.exit_code == 0, scored.output
+    lines = (out / "steps.jsonl").read_text().splitlines()
+    keys = [(o["method"], o["stream"], o["step"]) for o in map(json.loads, lines)]
+    assert len(keys) == len(set(keys))
+
+
+def _sentences(n: int) -> list[tuple[str, str]]:
+    words = " ".join(s for s, _ in SENTENCES).split()
+    return [(" ".join(words[: 8 + i % 9]) + ".", "Die Katze.") for i in range(n)]
+
+
+def test_score_detects_duplicate_step_records(tiny_model: Path, tmp_path: Path) -> None:
+    streams = tmp_path / "s.jsonl"
+    write_streams(streams, make_streams()[:2])
+    out = tmp_path / "run"
+    assert runner.invoke(app, eval_args(tiny_model, streams, "--out", str(out))).exit_code == 0
+    steps = out / "steps.jsonl"
+    lines = steps.read_text().splitlines(keepends=True)
+    steps.write_text("".join(lines + lines[:3]))  # what two writers appending the same streams leave
+    damaged = runner.invoke(app, ["score", str(out)])
+    assert damaged.exit_code == 1
+    text = " ".join(damaged.output.split())
+    assert f"steps.jsonl:{len(lines) + 1}: " in text and "duplicate step record" in text
+    assert "also on line 1" in text
+    assert "run it again with --overwrite" in text and "eval --resume" not in text  # resume refuses it
