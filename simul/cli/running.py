@@ -87,10 +87,9 @@ class PlainProgress:
         self.write(f"{self.label}: {description}")
 
 
-def engine_settings(
-    model: Path | None, template: str, n_ctx: int, threads: int | None, fuse: bool, verify_chunk: int
-) -> EngineSettings:
-    """The engine options of eval, sweep and bench, checked before anything is loaded (usage errors)."""
+def check_engine_options(n_ctx: int, threads: int | None, verify_chunk: int, template: str) -> None:
+    """The engine options of eval, sweep and bench, checked before anything is loaded (usage errors).
+    llama.cpp itself crashed on a context of 0 tokens, so nothing out of range may reach it."""
     if n_ctx < 1:
         raise UsageError(f"--n-ctx must be a positive number of tokens (e.g. 2048), got {n_ctx}")
     if threads is not None and threads < 0:
@@ -101,6 +100,12 @@ def engine_settings(
         )
     if template not in TEMPLATE_NAMES:
         raise UsageError(f"unknown --template {template!r}; choose one of: {', '.join(TEMPLATE_NAMES)}")
+
+
+def engine_settings(
+    model: Path | None, template: str, n_ctx: int, threads: int | None, fuse: bool, verify_chunk: int
+) -> EngineSettings:
+    check_engine_options(n_ctx, threads, verify_chunk, template)
     return EngineSettings(
         model=model, template=template, n_ctx=n_ctx, threads=threads, fuse=fuse, verify_chunk=verify_chunk
     )
