@@ -73,7 +73,8 @@ def _read_info(path: Path) -> dict[str, Any]:
 
 
 def _command_line() -> str:
-    args = [Path(sys.argv[0]).name if sys.argv else "simul", *sys.argv[1:]]
+    program = Path(sys.argv[0]).name if sys.argv else "simul"
+    args = ["simul" if program == "__main__.py" else program, *sys.argv[1:]]
     text = " ".join(args)
     return text if len(text) <= 300 else text[:297] + "..."
 
