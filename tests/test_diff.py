@@ -148,6 +148,7 @@ def test_markdown_report(base_run: Path, tmp_path: Path) -> None:
 def test_bad_thresholds_and_inputs(base_run: Path, tmp_path: Path) -> None:
     assert diff(str(base_run), str(base_run), "--max-drop", "ne=0.1")[0] == 2
     assert diff(str(base_run), str(base_run), "--max-drop", "chrf")[0] == 2
+    # an unknown metric is a usage error
     assert (
         diff(str(base_run), str(base_run), "--max-drop", "bleurt=1")[0] == 2
     )  # an unknown metric is a usage error
