@@ -110,7 +110,7 @@ class RunLock:
                 holder = _describe(_read_info(lock_path))
                 raise SimulError(
                     f"{directory} is being written by {holder}; wait until it finishes (or stop it), "
-                    "then try again, or choose another --out"
+                    "then try again"
                 ) from None
             try:
                 same = os.fstat(fd).st_ino == os.stat(lock_path).st_ino
