@@ -66,7 +66,15 @@ TemplateOpt = Annotated[
     str, typer.Option("--template", help="Prompt template: auto, chat, fewshot, plain, tower, qwen3.")
 ]
 LimitOpt = Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for llama.cpp.")]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        min=0,
+        help="CPU threads for llama.cpp. Default (or 0): automatic, the physical cores that other work is "
+        "not using, at most 8.",
+    ),
+]
 NCtxOpt = Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")]
 FuseOpt = Annotated[
     bool,
