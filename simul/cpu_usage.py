@@ -213,7 +213,7 @@ def describe(record: Mapping[str, Any], threads: int | None = None) -> str:
         parts.append(f"got {100 * record['cpu_share']:.0f}% of the CPU time it asked for")
     if record.get("cpu_per_wall") is not None:
         per_wall = f"CPU/wall {record['cpu_per_wall']:.2f}"
-        parts.append(per_wall + (f" for {threads} threads" if threads else ""))
+        parts.append(per_wall + (f" for {threads} thread{'s' if threads != 1 else ''}" if threads else ""))
     if record.get("load1_mean") is not None:
         parts.append(f"load {record['load1_mean']:.1f}")
     return ", ".join(parts) if parts else "no CPU measurement"
