@@ -142,6 +142,8 @@ def run_eval(variant: Variant, condition: str, limit: int, out: Path, extra: lis
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
+    if done.returncode == 130:  # simul was interrupted too
+        raise KeyboardInterrupt
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         raise SystemExit(f"simul eval failed ({variant.name}, {condition}) with exit code {done.returncode}")
@@ -209,7 +211,9 @@ def main() -> int:
         if name in os.environ:
             print(f"note: {name}={os.environ[name]} is set in this shell and applies to every variant")
 
-    # Ctrl-C reaches simul and this process alike; SIGTERM is turned into the same clean exit.
+    # Ctrl-C reaches simul and this process alike (even when started in the background, where SIGINT comes
+    # in ignored); SIGTERM is turned into the same clean exit. Either way the competitor is killed.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     root = args.out or Path(tempfile.mkdtemp(prefix="simul-contention-"))
     print(
