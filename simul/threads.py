@@ -5,16 +5,21 @@
 * physical cores: distinct (package, core) pairs among the CPUs this process may run on
   (``sched_getaffinity``), so ``taskset`` and container CPU limits count, and the two hyperthreads of one
   core count once (as in llama.cpp's own default: they share one core's vector units).
-* busy cores: how much of those CPUs other work used over a short sample (BUSY_SAMPLE_SECONDS of
-  ``/proc/stat``, steal time included) just before the model loads, rounded to the nearest whole core.
-  The 1-minute load average is not used for this: it lags by a minute, so it misses a job that just started
-  and still counts the previous `simul eval` of a script that runs evaluations back to back.
+* busy cores: work other than ours that is both current and sustained, rounded to the nearest whole core:
+  the smaller of (a) the cores' worth of those CPUs that other processes used over a short sample
+  (BUSY_SAMPLE_SECONDS of ``/proc/stat``, steal time included) just before the model loads and (b) the
+  1-minute load average. Each alone misleads: the sample catches a passing burst (a compile step, a
+  browser tab) that would cost the whole run half its threads; the load average lags by a minute, misses a
+  job that has just started and still counts the previous `simul eval` of a script that runs evaluations
+  back to back.
 * MAX_AUTO_THREADS: a 270M-4B model on the CPU gains little beyond 8 threads, and every thread is one
   more party to the hundreds of barriers per token.
 
 Why leave busy cores alone: llama.cpp's threads meet at a barrier after every operation, so a forward pass
-goes at the pace of its slowest thread; a thread that shares its core with another job runs half the time
-and holds all the others back (issue 13: 259 s with 2 threads and 29 s with 1 under load).
+goes at the pace of its slowest thread, and a thread that shares its core with another job is off the CPU
+for whole scheduler slices (milliseconds) while the others wait. On 2 cores with one of them taken, 2
+passive threads were no faster than 1 (issue 13's closing note); with more cores and more busy ones, the
+threads that share cores would hold back those that do not.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class ThreadChoice:
     cpus: int  # logical CPUs in the affinity mask
     physical_cores: int
     busy_cores: float | None  # other work on those CPUs during the sample; None when not measured
+    load1: float | None = None  # the 1-minute load average when the threads were chosen
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +55,7 @@ class ThreadChoice:
             "cpus": self.cpus,
             "physical_cores": self.physical_cores,
             "busy_cores": None if self.busy_cores is None else round(self.busy_cores, 2),
+            "load1": None if self.load1 is None else round(self.load1, 2),
         }
 
 
@@ -120,29 +127,40 @@ def busy_cores(
     return max(0.0, cores)
 
 
-def auto_threads(physical: int, busy: float | None) -> int:
-    """The rule of this module's docstring."""
-    taken = 0 if busy is None else int(busy + 0.5)
+def auto_threads(physical: int, busy: float | None, load1: float | None = None) -> int:
+    """The rule of this module's docstring: ``busy`` from the sample, ``load1`` the load average."""
+    signals = [x for x in (busy, load1) if x is not None]
+    taken = int(min(signals) + 0.5) if len(signals) == 2 else 0
     return max(1, min(MAX_AUTO_THREADS, physical - taken))
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not available on this platform
+        return None
 
 
 def choose_threads(
     requested: int | None,
     sample: Callable[[], dict[int, tuple[int, int]]] = read_cpu_times,
     sleep: Callable[[float], None] = time.sleep,
+    loadavg: Callable[[], float | None] = load_average,
 ) -> ThreadChoice:
     """``requested`` threads when given (> 0); otherwise the automatic rule."""
     cpus = affinity()
     physical = physical_cores(cpus)
     if requested is not None and requested < 0:
         raise ValueError(f"threads must be 0 (automatic) or more, got {requested}")
+    load1 = loadavg()
     if requested:
-        return ThreadChoice(requested, "--threads", len(cpus), physical, None)
+        return ThreadChoice(requested, "--threads", len(cpus), physical, None, load1)
     before, own_before, t0 = sample(), time.process_time(), time.perf_counter()
     sleep(BUSY_SAMPLE_SECONDS)
     after, own_after, t1 = sample(), time.process_time(), time.perf_counter()
     busy = busy_cores(before, after, cpus, own_after - own_before, t1 - t0)
-    return ThreadChoice(auto_threads(physical, busy), "auto", len(cpus), physical, busy)
+    threads = auto_threads(physical, busy, load1)
+    return ThreadChoice(threads, "auto", len(cpus), physical, busy, load1)
 
 
 def default_threads() -> int:

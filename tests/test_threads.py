@@ -63,29 +63,31 @@ def test_busy_cores_subtracts_our_own_work() -> None:
 
 
 @pytest.mark.parametrize(
-    ("physical", "busy", "threads"),
+    ("physical", "busy", "load1", "threads"),
     [
-        (2, 0.0, 2),
-        (2, 0.4, 2),  # a browser tab: rounds to no core
-        (2, 0.6, 1),
-        (2, 1.0, 1),  # a competing job on one core
-        (2, 7.0, 1),  # at least one
-        (2, None, 2),  # not measured
-        (16, 0.0, MAX_AUTO_THREADS),
-        (16, 10.0, 6),
-        (1, 0.0, 1),
+        (2, 0.0, 0.1, 2),
+        (2, 0.4, 3.0, 2),  # a browser tab: rounds to no core
+        (2, 1.0, 1.0, 1),  # a job that has been competing for a while, on one core
+        (2, 1.0, 0.1, 2),  # a burst, or a job that has only just started: not sustained
+        (2, 0.0, 2.0, 2),  # the load of a run that has just finished (our own, say): not current
+        (2, 7.0, 9.0, 1),  # at least one
+        (2, None, 3.0, 2),  # not measured
+        (2, 1.0, None, 2),
+        (16, 0.0, 0.0, MAX_AUTO_THREADS),
+        (16, 10.0, 12.0, 6),
+        (1, 0.0, 0.0, 1),
     ],
 )
-def test_auto_rule(physical: int, busy: float | None, threads: int) -> None:
-    assert auto_threads(physical, busy) == threads
+def test_auto_rule(physical: int, busy: float | None, load1: float | None, threads: int) -> None:
+    assert auto_threads(physical, busy, load1) == threads
 
 
 def test_choose_threads_records_how() -> None:
     given = choose_threads(3)
     assert given.threads == 3 and given.source == "--threads" and given.busy_cores is None
     samples = iter([{0: (0, 0), 1: (0, 0)}, {0: (100, 100), 1: (0, 100)}])
-    auto = choose_threads(0, sample=lambda: next(samples), sleep=lambda s: None)
-    assert auto.source == "auto"
+    auto = choose_threads(0, sample=lambda: next(samples), sleep=lambda s: None, loadavg=lambda: 1.25)
+    assert auto.source == "auto" and auto.load1 == 1.25
     assert auto.to_json()["threads"] == auto.threads >= 1
     with pytest.raises(ValueError, match="0 \\(automatic\\) or more"):
         choose_threads(-2)

@@ -136,7 +136,8 @@ class Competitor:
 
 
 def run_eval(variant: Variant, condition: str, limit: int, out: Path, extra: list[str]) -> Result:
-    env = {**os.environ, "PYTHONPATH": str(REPO), **variant.env}
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, **variant.env}
     cmd = [
         sys.executable, "-m", "simul", "eval", "--limit", str(limit), "--comet-model", "none",
         "--out", str(out), "--overwrite", *extra, *variant.args,
@@ -162,7 +163,8 @@ def describe_run(summary: dict[str, Any]) -> list[str]:
         + (f", GOMP_SPINCOUNT={omp['gomp_spincount']}" if omp.get("gomp_spincount") else "")
         + f"; runtime {', '.join(omp.get('runtimes') or []) or '?'})",
         f"    threads {summary['threads']} ({choice.get('source')}; {choice.get('physical_cores')} physical "
-        f"cores, {choice.get('cpus')} CPUs, busy cores at start {choice.get('busy_cores')})",
+        f"cores, {choice.get('cpus')} CPUs, busy cores at start {choice.get('busy_cores')}, "
+        f"load average {choice.get('load1')})",
     ]
     for key, m in summary["methods"].items():
         share = m.get("cpu_share")
