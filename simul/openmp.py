@@ -11,11 +11,12 @@ when ``llama_cpp`` is imported); it cannot be changed afterwards:
     OMP_WAIT_POLICY=passive   sleep at once (spin count 0)
     GOMP_SPINCOUNT=N          spin N iterations whatever the policy says (libgomp's env.c)
 
-On an idle machine spinning saves a futex wake-up per barrier. On a busy one it is ruinous: a thread that
-spins at a barrier holds its core while the thread it waits for sits in the run queue behind another job,
-and every one of the hundreds of barriers per token pays for it (issue 13: a `simul eval` 12x slower under
-load 3-13 on 2 cores, normal speed with ``OMP_WAIT_POLICY=passive``). simul therefore sets ``passive``
-unless the user chose a policy (``OMP_WAIT_POLICY``) or a spin count (``GOMP_SPINCOUNT``) themselves.
+On an idle machine spinning saves a futex wake-up per barrier (13% of a `simul eval` on 2 idle cores). On a
+busy one it is ruinous: a spinning thread holds its core, so the scheduler cannot move the thread it waits
+for (queued behind another job) onto it, and every one of the hundreds of barriers per token pays for that:
+more than 4x slower next to one CPU-bound job on 2 cores, 5-10x under load 10-15 (docs/results.md, "Busy
+machines"). simul therefore sets ``passive`` unless the user chose a policy (``OMP_WAIT_POLICY``) or a spin
+count (``GOMP_SPINCOUNT``) themselves.
 
 llama.cpp's own thread pool settings (``ggml_threadpool_params.poll``, the hybrid polling level) apply only
 to builds without OpenMP; in an OpenMP build ggml uses the pool for priority and CPU masks only, and

@@ -287,3 +287,20 @@ def test_score_and_diff_mark_unreliable_timings(run_dir: Path, tmp_path: Path) -
 
     md = runner.invoke(app, ["diff", str(busy), str(quiet), "--format", "markdown", "--bootstrap", "0"])
     assert "> ! speed figures unreliable" in md.stdout and "base run: got 43%" in md.stdout
+
+
+def test_threads_zero_is_automatic_and_json_says_which_timings_are_unreliable(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    streams = tmp_path / "streams.jsonl"
+    write_streams(streams, make_streams()[:1])
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app, [*eval_args(tiny_model, streams, "--out", str(out), "--threads", "0"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    env = json.loads((out / "run.json").read_text())["environment"]
+    assert env["thread_choice"]["source"] == "auto" and env["threads"] == env["thread_choice"]["threads"] >= 1
+    unreliable = {k for k, r in env["cpu_usage"]["methods"].items() if not r["reliable"]}
+    assert set(doc["timing_unreliable"]) == unreliable
