@@ -80,6 +80,7 @@ class Result:
     load_before: float
     run: dict[str, Any]
     table: str
+    timed_out: bool = False  # stopped at --max-seconds: the wall time is a lower bound
 
     def summary(self) -> dict[str, Any]:
         env = self.run.get("environment", {})
@@ -89,7 +90,12 @@ class Result:
             "variant": self.variant,
             "condition": self.condition,
             "wall_seconds": round(self.wall, 2),
-            "decode_seconds": round(sum(m.get("wall_seconds", 0.0) for m in methods.values()), 2),
+            "timed_out": self.timed_out,
+            "decode_seconds": (
+                None
+                if self.timed_out
+                else round(sum(m.get("wall_seconds", 0.0) for m in methods.values()), 2)
+            ),
             "load1_before": round(self.load_before, 2),
             "threads": env.get("threads"),
             "thread_choice": env.get("thread_choice"),
@@ -135,7 +141,9 @@ class Competitor:
             self.process.wait()
 
 
-def run_eval(variant: Variant, condition: str, limit: int, out: Path, extra: list[str]) -> Result:
+def run_eval(
+    variant: Variant, condition: str, limit: int, out: Path, extra: list[str], max_seconds: float
+) -> Result:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, **variant.env}
     cmd = [
@@ -144,7 +152,12 @@ def run_eval(variant: Variant, condition: str, limit: int, out: Path, extra: lis
     ]  # fmt: skip
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=max_seconds
+        )
+    except subprocess.TimeoutExpired:  # the child has been killed
+        return Result(variant.name, condition, max_seconds, load, {}, "", timed_out=True)
     wall = time.perf_counter() - start
     if done.returncode == 130:  # simul was interrupted too
         raise KeyboardInterrupt
@@ -197,6 +210,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="keep the run directories here")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     parser.add_argument("--show-table", action="store_true", help="print simul's table of every run")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=900.0,
+        help="stop a run after this long and report the time as a lower bound (default 900)",
+    )
     parser.add_argument("simul_args", nargs="*", help="more `simul eval` arguments, after --")
     args = parser.parse_args()
     if args.repeat < 1 or args.limit < 1:
@@ -231,14 +250,16 @@ def main() -> int:
             for i in range(args.repeat):
                 for condition in ("idle", "loaded"):
                     out = root / f"{variant.name}-{condition}-{i + 1}"
+                    run = (variant, condition, args.limit, out, args.simul_args, args.max_seconds)
                     if condition == "idle":
-                        result = run_eval(variant, condition, args.limit, out, args.simul_args)
+                        result = run_eval(*run)
                     else:
                         with Competitor(args.core):
-                            result = run_eval(variant, condition, args.limit, out, args.simul_args)
+                            result = run_eval(*run)
                     results.append(result)
                     load = f"load {result.load_before:.2f}"
-                    print(f"{variant.name} {condition} #{i + 1}: {result.wall:.1f} s ({load})")
+                    more = "more than " if result.timed_out else ""
+                    print(f"{variant.name} {condition} #{i + 1}: {more}{result.wall:.1f} s ({load})")
                     if args.show_table or (condition == "loaded" and i == 0):
                         print(result.table.rstrip())
     except KeyboardInterrupt:
@@ -255,13 +276,24 @@ def main() -> int:
     for variant in variants:
 
         def median(condition: str, figure: str, name: str = variant.name) -> float:
-            return statistics.median(
-                float(s[figure]) for s in summaries if s["variant"] == name and s["condition"] == condition
-            )
+            values = [
+                float(s[figure])
+                for s in summaries
+                if s["variant"] == name and s["condition"] == condition and s[figure] is not None
+            ]
+            return statistics.median(values) if values else float("nan")
 
         walls = {c: median(c, "wall_seconds") for c in ("idle", "loaded")}
         decode = {c: median(c, "decode_seconds") for c in ("idle", "loaded")}
         ratio = walls["loaded"] / walls["idle"]
+        stopped = {s["condition"] for s in summaries if s["variant"] == variant.name and s["timed_out"]}
+        bound = bool(stopped)
+        if not stopped:
+            verdict: bool | None = ratio <= GOAL
+        elif stopped == {"loaded"} and ratio > GOAL:
+            verdict = False  # already over with a lower bound on the loaded time
+        else:
+            verdict = None  # an idle run was stopped, or the bound is not enough to decide
         command = " ".join(
             [
                 *(f"{k}={v}" for k, v in variant.env.items()),
@@ -273,7 +305,9 @@ def main() -> int:
         print(
             f"  {variant.name}: {command}\n"
             f"    idle {walls['idle']:.1f} ({decode['idle']:.1f})  loaded {walls['loaded']:.1f} "
-            f"({decode['loaded']:.1f})  ratio {ratio:.2f}  {'ok' if ratio <= GOAL else f'over {GOAL}x'}"
+            f"({decode['loaded']:.1f})  ratio {'at least ' if stopped == {'loaded'} else ''}{ratio:.2f}  "
+            + {True: "ok", False: f"over {GOAL}x", None: "undecided"}[verdict]
+            + ("  (a run reached --max-seconds: its time is a lower bound)" if bound else "")
         )
         verdicts.append(
             {
@@ -282,7 +316,8 @@ def main() -> int:
                 "wall": walls,
                 "decode": decode,
                 "ratio": round(ratio, 3),
-                "goal_met": ratio <= GOAL,
+                "goal_met": verdict,
+                "lower_bound": bound,
             }
         )
     busy_idle = [s for s in summaries if s["condition"] == "idle" and s["marked_unreliable"]]
@@ -294,6 +329,9 @@ def main() -> int:
         )
     print()
     for s in summaries:
+        if s["timed_out"]:
+            print(f"  {s['variant']} {s['condition']}: stopped after {s['wall_seconds']} s (--max-seconds)")
+            continue
         print(
             f"  {s['variant']} {s['condition']}: wall {s['wall_seconds']} s, decoding {s['decode_seconds']} s"
         )
