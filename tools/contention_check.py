@@ -19,8 +19,9 @@ load average, and whether the table marked the speed figures as unreliable.
 
 A variant is ``NAME=SETTINGS``: words of the form ``UPPER_CASE=value`` are set in simul's environment, the
 rest are passed to `simul eval`. ``GOMP_SPINCOUNT=300000`` reproduces libgomp's built-in behaviour when no
-policy is set (spin about 3 ms, then sleep), which is what ran before simul chose a policy. Run it on an
-otherwise quiet machine: the idle runs are the reference.
+policy is set (spin about 3 ms, then sleep), which is what ran before simul chose a policy. A run that takes
+longer than --max-seconds (900) is stopped and its time reported as a lower bound. Run it on an otherwise
+quiet machine: the idle runs are the reference (a warning says when they were not quiet).
 """
 
 from __future__ import annotations
