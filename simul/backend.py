@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
@@ -21,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simul.errors import SimulError
+from simul.openmp import choose_wait_policy
+from simul.threads import default_threads
 
 Logits = npt.NDArray[np.float32]
 
@@ -37,6 +38,7 @@ def _llama() -> object:
     """Import llama_cpp lazily (it loads a shared library) and quieten its logging once."""
     global _backend_ready
     global _log_callback
+    choose_wait_policy()  # OpenMP reads its wait policy once, when llama_cpp loads it
     try:
         import llama_cpp
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -74,14 +76,6 @@ def check_gguf(path: Path) -> None:
             f"{path} is not a GGUF model (it does not start with 'GGUF'); convert it with llama.cpp's "
             "convert_hf_to_gguf.py or pass a .gguf file"
         )
-
-
-def default_threads() -> int:
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        available = os.cpu_count() or 1
-    return max(1, min(available, 8))
 
 
 class ContextOverflowError(SimulError):

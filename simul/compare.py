@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simul.cpu_usage import TimingNotes
 from simul.errors import SimulError, UsageError
 from simul.metrics.registry import METRICS, metric_info
 from simul.rundir import (
@@ -208,6 +209,13 @@ class MetricRow:
     higher_is_better: bool
     threshold: float | None = None
     bootstrap: Bootstrap | None = None
+    # why a speed figure of either run is unreliable (the process got clearly less CPU than it asked for)
+    base_unreliable: str | None = None
+    new_unreliable: str | None = None
+
+    @property
+    def unreliable(self) -> bool:
+        return self.base_unreliable is not None or self.new_unreliable is not None
 
     @property
     def delta(self) -> float | None:
@@ -250,6 +258,9 @@ class MetricRow:
             "crossed": self.crossed,
             "bootstrap": self.bootstrap.to_json() if self.bootstrap else None,
             "verdict": self.verdict,
+            "timing_unreliable": (
+                {"base": self.base_unreliable, "new": self.new_unreliable} if self.unreliable else None
+            ),
         }
 
 
@@ -326,6 +337,7 @@ def compare(
     thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
     thresholds.update(max_drop)
     thresholds.update(max_increase)
+    b_timing, n_timing = TimingNotes.from_run(base.run), TimingNotes.from_run(new.run)
     comparisons = []
     for b_method, n_method in pair_methods(base.run["methods"], new.run["methods"]):
         label = (
@@ -338,7 +350,17 @@ def compare(
             b_val, n_val = b_method["metrics"].get(name), n_method["metrics"].get(name)
             if b_val is None and n_val is None:
                 continue
-            rows.append(MetricRow(name, b_val, n_val, info.higher_is_better, thresholds.get(name)))
+            rows.append(
+                MetricRow(
+                    name,
+                    b_val,
+                    n_val,
+                    info.higher_is_better,
+                    thresholds.get(name),
+                    base_unreliable=b_timing.reason(b_method["key"], name),
+                    new_unreliable=n_timing.reason(n_method["key"], name),
+                )
+            )
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)

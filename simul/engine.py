@@ -7,11 +7,13 @@ so that slow drifts of the machine (heat, other load) fall on every method alike
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simul.backend import LlamaBackend, default_threads
+from simul.backend import LlamaBackend
+from simul.cpu_usage import CpuMeter
 from simul.decoding import StreamDecoder, StreamResult
 from simul.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
 from simul.errors import SimulError
@@ -20,6 +22,7 @@ from simul.languages import get_language
 from simul.methods import Method
 from simul.streams.format import Stream
 from simul.templates import PRESETS, Template, chat_template, get_template
+from simul.threads import choose_threads
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,8 @@ class Engine:
         self.settings = settings
         path = settings.model if settings.model is not None else default_model_path()
         self.model_path = path
-        self.backend = LlamaBackend(
-            path, n_ctx=settings.n_ctx, n_threads=settings.threads or default_threads()
-        )
+        self.threads = choose_threads(settings.threads)
+        self.backend = LlamaBackend(path, n_ctx=settings.n_ctx, n_threads=self.threads.threads)
         self.backend.warm_up()
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)
@@ -89,10 +91,15 @@ class Engine:
         streams: Iterable[Stream],
         methods: Sequence[Method],
         on_stream: Callable[[Stream, list[StreamResult]], None],
+        meter: CpuMeter | None = None,
     ) -> None:
         decoders = [self.decoder(method) for method in methods]
         for stream in streams:
-            on_stream(stream, [decoder.decode(stream) for decoder in decoders])
+            results = []
+            for method, decoder in zip(methods, decoders, strict=True):
+                with meter.measure(method.key) if meter is not None else nullcontext():
+                    results.append(decoder.decode(stream))
+            on_stream(stream, results)
 
     def describe(self, sample: Stream | None = None) -> dict[str, Any]:
         """What a run records about the model and prompt."""

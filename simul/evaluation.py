@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simul import __version__
+from simul import __version__, openmp
 from simul.backend import ContextOverflowError
+from simul.cpu_usage import CpuMeter, TimingNotes
 from simul.decoding import StepRecord, StreamResult
 from simul.engine import Engine, EngineSettings
 from simul.environment import environment, now
@@ -28,6 +29,7 @@ from simul.rundir import (
     STATUS_COMPLETE,
     STATUS_INTERRUPTED,
     RunWriter,
+    load_run_json,
 )
 from simul.runlock import LOCK_FILE, RunLock
 from simul.scoring import Scored, higher_is_better, score
@@ -234,15 +236,22 @@ def _evaluate(
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "simul", "version": __version__},
             "config": config,
-            "environment": {**environment(engine.backend.n_threads), "started": now()},
+            "environment": {
+                **environment(engine.backend.n_threads),
+                "thread_choice": engine.threads.to_json(),
+                "openmp": openmp.record(),
+                "started": now(),
+            },
             "higher_is_better": higher_is_better(),
         }
 
+        meter = CpuMeter(engine.backend.n_threads)
         results: dict[str, list[StreamResult]] = {m.key: [] for m in request.methods}
         done: set[str] = set()
         writer: RunWriter | None = None
         if request.out is not None:
             if request.resume and (request.out / "run.json").exists():
+                meter.resume(load_run_json(request.out).get("environment", {}).get("cpu_usage"))
                 writer, loaded = RunWriter.resume(request.out, run, streams, request.methods)
                 for key, rs in loaded.results.items():
                     results[key].extend(rs)
@@ -270,11 +279,12 @@ def _evaluate(
                 progress(finished, len(streams))
 
         try:
-            engine.run(todo, request.methods, on_stream)
+            engine.run(todo, request.methods, on_stream, meter)
         except KeyboardInterrupt as stop:
             run["status"] = STATUS_INTERRUPTED
             run["streams_done"] = finished
             run["environment"]["stopped"] = now()
+            run["environment"]["cpu_usage"] = meter.to_json()
             if writer is not None:
                 writer.run = run
                 writer.save()
@@ -282,6 +292,7 @@ def _evaluate(
                 run, request, results, stream_map, ne_tok, finished, len(streams), writer
             )
             raise Interrupted(partial, stop) from None
+        run["environment"]["cpu_usage"] = meter.to_json()
     finally:
         if own_engine:
             engine.close()
@@ -393,4 +404,5 @@ def summary_json(outcome: EvalOutcome) -> dict[str, Any]:
         "signatures": outcome.scored.signatures,
         "comet": outcome.scored.comet,
         "model": outcome.run["config"]["model"]["name"],
+        "timing_unreliable": TimingNotes.from_run(outcome.run).unreliable,
     }

@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.table import Table
 
+from simul.cpu_usage import MARK, TimingNotes
+
 # metric, header, format; the order follows the paper's Table 2, then the figures it does not report
 TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("comet", "COMET", ".3f"),
@@ -36,20 +38,27 @@ def methods_table(
     caption: str | None = None,
     columns: Sequence[tuple[str, str, str]] = TABLE2_COLUMNS,
     comet_available: bool = True,
+    timing: TimingNotes | None = None,
 ) -> Table:
-    """A row per method with the given metric columns."""
+    """A row per method with the given metric columns; speed figures measured while the process got
+    clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
+    note = timing.note() if timing is not None else None
+    if note:
+        caption = f"{caption}\n{note}" if caption else note
     table = Table(title=title, caption=caption, caption_justify="left", header_style="bold")
     table.add_column("Method", no_wrap=True)
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for method in methods:
         metrics = method["metrics"]
+        marked = timing.marks(method["key"]) if timing is not None and "key" in method else set()
         cells = []
         for name, _, spec in columns:
             if name == "comet" and not comet_available and metrics.get(name) is None:
                 cells.append("n/a")
             else:
-                cells.append(fmt(metrics.get(name), spec))
+                cell = fmt(metrics.get(name), spec)
+                cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
         table.add_row(method.get("label", method["name"]), *cells)
     return table
 

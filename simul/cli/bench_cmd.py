@@ -27,6 +27,7 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings, run_with_progress
+from simul.cpu_usage import MARK, TimingNotes
 from simul.evaluation import EvalOutcome, EvalRequest
 from simul.methods import Method
 from simul.paths import default_streams_file
@@ -78,7 +79,7 @@ def bench_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
     return rows
 
 
-def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
+def bench_table(rows: list[dict[str, Any]], title: str, timing: TimingNotes | None = None) -> Table:
     table = Table(title=title, header_style="bold", caption_justify="left")
     columns = [
         ("Method", None),
@@ -102,9 +103,11 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
     table.add_column("frozen", justify="right")
     for row in rows:
         cells = [row["label"]]
+        marked = timing.marks(row["key"]) if timing is not None else set()
         for _, spec in columns[1:]:
             assert spec is not None
-            cells.append(fmt(row["metrics"].get(spec[0]), spec[1]))
+            value = row["metrics"].get(spec[0])
+            cells.append(fmt(value, spec[1]) + (MARK if spec[0] in marked and value is not None else ""))
         cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
         cells.append(f"{row['frozen_steps']}/{row['steps']}")
         table.add_row(*cells)
@@ -115,6 +118,9 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> Table:
         "frozen: steps that kept the whole draft and decoded nothing new. prompt/verify/decode/py%: shares "
         "of update time in prompt passes, draft passes, one-token passes and the rest (Python)."
     )
+    note = timing.note() if timing is not None else None
+    if note:
+        table.caption += "\n" + note
     return table
 
 
@@ -172,8 +178,9 @@ def register(app: typer.Typer) -> None:
             f"simul bench: {cfg['model']['name']}, {outcome.streams_done} streams "
             f"{cfg['streams']['src']}->{cfg['streams']['tgt']}, {cfg['threads']} threads"
         )
+        timing = TimingNotes.from_run(outcome.run)
         if not quiet:
-            err_console.print(bench_table(rows, title))
+            err_console.print(bench_table(rows, title, timing))
         if as_json:
             print_json(
                 {
@@ -182,6 +189,7 @@ def register(app: typer.Typer) -> None:
                     "streams": outcome.streams_done,
                     "threads": cfg["threads"],
                     "cpu": outcome.run["environment"]["cpu"],
+                    "timing_unreliable": timing.unreliable,
                     "run_dir": str(out) if out else None,
                 }
             )

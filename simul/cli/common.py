@@ -120,7 +120,10 @@ LimitOpt = Annotated[int | None, typer.Option("--limit", help="Evaluate only the
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
-        "--threads", help="CPU threads for llama.cpp (0 or unset: auto, the available cores, up to 8)."
+        "--threads",
+        min=0,
+        help="CPU threads for llama.cpp. Default (or 0): automatic, the physical cores that other work is "
+        "not using, at most 8.",
     ),
 ]
 NCtxOpt = Annotated[

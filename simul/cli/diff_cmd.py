@@ -15,10 +15,12 @@ from simul.compare import (
     DEFAULT_MAX_INCREASE,
     Comparison,
     Incomparable,
+    MethodComparison,
     MetricRow,
     compare,
     parse_thresholds,
 )
+from simul.cpu_usage import MARK, MIN_SHARE
 from simul.errors import UsageError
 from simul.metrics.registry import METRICS
 
@@ -29,6 +31,26 @@ FORMATS = ("table", "markdown", "json")
 
 def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _value(value: float | None, unreliable: str | None) -> str:
+    """A figure, marked when it was measured while the process got clearly less CPU than it asked for."""
+    return _num(value) + (MARK if unreliable is not None and value is not None else "")
+
+
+def timing_lines(method: MethodComparison) -> list[str]:
+    """Why the marked speed figures of a method are unreliable, once per run and reason."""
+    seen: dict[str, None] = {}
+    for row in method.rows:
+        for side, why in (("base", row.base_unreliable), ("new", row.new_unreliable)):
+            if why is not None:
+                seen.setdefault(f"{side} run: {why}", None)
+    if not seen:
+        return []
+    return [
+        f"{MARK} speed figures unreliable (the process got less than {100 * MIN_SHARE:.0f}% of the CPU "
+        "time it asked for): " + "; ".join(seen)
+    ]
 
 
 def _delta(row: MetricRow) -> str:
@@ -64,20 +86,24 @@ def render_table(comparison: Comparison) -> list[Table]:
             style = STYLE.get(row.verdict, "")
             table.add_row(
                 METRICS[row.name].title,
-                _num(row.base),
-                _num(row.new),
+                _value(row.base, row.base_unreliable),
+                _value(row.new, row.new_unreliable),
                 _delta(row),
                 _threshold(row),
                 _noise(row),
                 f"[{style}]{row.verdict}[/]" if style else row.verdict,
             )
         streams = method.streams
+        caption = timing_lines(method)
         if streams:
             worst = ", ".join(f"{w['stream']} ({w['chrf_delta']:+.1f})" for w in streams["worst"])
-            table.caption = (
+            caption.insert(
+                0,
                 f"per stream (sentence chrF): {streams['worse']} worse, {streams['better']} better, "
-                f"{streams['same']} same of {streams['compared']}" + (f"; worst: {worst}" if worst else "")
+                f"{streams['same']} same of {streams['compared']}" + (f"; worst: {worst}" if worst else ""),
             )
+        if caption:
+            table.caption = "\n".join(caption)
             table.caption_justify = "left"
         tables.append(table)
     return tables
@@ -105,9 +131,11 @@ def render_markdown(comparison: Comparison) -> str:
         for row in method.rows:
             verdict = f"**{row.verdict}**" if row.verdict == "REGRESSION" else row.verdict
             lines.append(
-                f"| {METRICS[row.name].title} | {_num(row.base)} | {_num(row.new)} | {_delta(row)} | "
+                f"| {METRICS[row.name].title} | {_value(row.base, row.base_unreliable)} | "
+                f"{_value(row.new, row.new_unreliable)} | {_delta(row)} | "
                 f"{_threshold(row)} | {_noise(row)} | {verdict} |"
             )
+        lines += [f"\n> {line}" for line in timing_lines(method)]
         streams = method.streams
         if streams:
             lines += [

@@ -24,6 +24,7 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings, run_with_progress
+from simul.cpu_usage import TimingNotes
 from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
@@ -60,6 +61,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
                 title=title,
                 caption="\n".join(caption_lines),
                 comet_available=bool(comet.get("available")),
+                timing=TimingNotes.from_run(outcome.run),
             )
         )
     if as_json:

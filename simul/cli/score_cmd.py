@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from simul.cli.common import err_console, handle_errors, print_json
+from simul.cpu_usage import TimingNotes
 from simul.errors import SimulError, UsageError
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
@@ -96,6 +97,7 @@ def register(app: typer.Typer) -> None:
                         caption="\n".join(caption),
                         columns=columns,
                         comet_available=bool(scored.comet.get("available")),
+                        timing=TimingNotes.from_run(loaded.run),
                     )
                 )
             if as_json:

@@ -24,6 +24,7 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings, run_with_progress
+from simul.cpu_usage import TimingNotes
 from simul.errors import UsageError
 from simul.evaluation import EvalRequest, locked_run_dir
 from simul.metrics.comet import DEFAULT_COMET_MODEL
@@ -123,12 +124,14 @@ def register(app: typer.Typer) -> None:
         t4 = table4_rows(rows, mask_beta)
         comet_ok = bool(outcome.scored.comet.get("available"))
         if not quiet:
+            timing = TimingNotes.from_run(outcome.run)
             err_console.print(
                 methods_table(
                     t3,
                     title=f"Table 3: effect of beta ({title})",
                     columns=TABLE3_COLUMNS,
                     comet_available=comet_ok,
+                    timing=timing,
                 )
             )
             if t4:
@@ -138,6 +141,7 @@ def register(app: typer.Typer) -> None:
                         title=f"Table 4: mask-k at beta {mask_beta:g}",
                         columns=TABLE4_COLUMNS,
                         comet_available=comet_ok,
+                        timing=timing,
                     )
                 )
             if not comet_ok:
@@ -156,5 +160,6 @@ def register(app: typer.Typer) -> None:
                     "run_dir": str(out) if out else None,
                     "comet": outcome.scored.comet,
                     "signatures": outcome.scored.signatures,
+                    "timing_unreliable": TimingNotes.from_run(outcome.run).unreliable,
                 }
             )

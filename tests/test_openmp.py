@@ -1,0 +1,91 @@
+"""The OpenMP wait policy: set to passive before llama.cpp loads, unless the user chose one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simul.openmp import CHOSEN_POLICY, decide, loaded_runtimes
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_passive_is_set_when_nothing_is() -> None:
+    env: dict[str, str] = {}
+    chosen = decide(env, in_time=True)
+    assert env["OMP_WAIT_POLICY"] == CHOSEN_POLICY == "passive"
+    assert chosen.set_by == "simul" and chosen.policy == "passive" and chosen.in_time
+    assert chosen.to_json()["wait_policy"] == "passive"
+
+
+def test_blank_value_counts_as_unset() -> None:
+    env = {"OMP_WAIT_POLICY": "  "}
+    assert decide(env, in_time=True).set_by == "simul"
+    assert env["OMP_WAIT_POLICY"] == "passive"
+
+
+@pytest.mark.parametrize(
+    ("env", "policy", "spin"),
+    [
+        ({"OMP_WAIT_POLICY": "active"}, "active", None),
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, "PASSIVE", None),
+        ({"GOMP_SPINCOUNT": "300000"}, None, "300000"),
+    ],
+)
+def test_the_users_choice_is_kept(env: dict[str, str], policy: str | None, spin: str | None) -> None:
+    before = dict(env)
+    chosen = decide(env, in_time=False)
+    assert env == before  # nothing added or changed
+    assert chosen.set_by == "user" and chosen.policy == policy and chosen.spin_count == spin
+    assert not chosen.in_time
+    if policy is None:
+        assert chosen.to_json()["wait_policy"] == "runtime default"
+
+
+def test_loaded_runtimes_reads_the_maps(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n"
+        "7f01-7f02 r--p 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n"
+        "7f02-7f03 r-xp 00000000 08:01 2 /site-packages/torch/lib/libgomp-a34b3233.so.1\n"
+        "7f03-7f04 r-xp 00000000 08:01 3 /usr/lib/libc.so.6\n"
+        "7f04-7f05 rw-p 00000000 00:00 0 \n"
+    )
+    assert loaded_runtimes(maps) == ["libgomp-a34b3233.so.1", "libgomp.so.1.0.0"]
+    assert loaded_runtimes(tmp_path / "absent") == []
+
+
+def _load_llama(extra_env: dict[str, str]) -> str:
+    """Load llama_cpp through simul in a fresh interpreter with libgomp printing its settings."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update({"OMP_DISPLAY_ENV": "verbose", "PYTHONPATH": str(REPO), **extra_env})
+    code = (
+        "from simul.backend import _llama\n"
+        "from simul import openmp\n"
+        "_llama()\n"
+        "import json; print(json.dumps(openmp.record()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    if "OPENMP DISPLAY ENVIRONMENT" not in done.stderr:
+        pytest.skip("llama.cpp is not built with GNU OpenMP here (libgomp printed nothing)")
+    return done.stderr + done.stdout
+
+
+def test_libgomp_sees_passive_when_simul_loads_llama_cpp() -> None:
+    out = _load_llama({})
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in out
+    assert "GOMP_SPINCOUNT = '0'" in out
+    assert '"set_by": "simul"' in out and "libgomp" in out
+
+
+def test_libgomp_sees_the_users_policy() -> None:
+    out = _load_llama({"OMP_WAIT_POLICY": "active"})
+    assert "OMP_WAIT_POLICY = 'ACTIVE'" in out
+    assert '"set_by": "user"' in out
