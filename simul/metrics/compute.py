@@ -57,16 +57,15 @@ def method_report(
     ne_display = normalized_erasure(disp_tok)
 
     hyps = [r.final_output for r in results]
-    refs = [streams[r.stream_id].reference for r in results]
-    have_refs = all(ref is not None for ref in refs)
+    refs = [streams[r.stream_id].references for r in results]  # BLEU and chrF use every reference
+    have_refs = all(refs)
     tgt = streams[results[0].stream_id].tgt if results else "en"
     src_lang = get_language(streams[results[0].stream_id].src) if results else get_language("en")
     bleu = chrf = None
     signatures: dict[str, str] = {}
     if have_refs and results:
-        ref_list = [ref for ref in refs if ref is not None]
-        b = corpus_bleu(hyps, ref_list, tgt)
-        c = corpus_chrf(hyps, ref_list)
+        b = corpus_bleu(hyps, refs, tgt)
+        c = corpus_chrf(hyps, refs)
         bleu, chrf = b.score, c.score
         signatures = {"bleu": b.signature, "chrf": c.signature}
 
@@ -77,6 +76,7 @@ def method_report(
         positions = source_positions(
             [s.source for s in result.steps], [s.time_ms for s in result.steps], src_lang.unspaced
         )
+        # LAAL's reference length (like COMET) uses the first reference
         ref_len = len(tokenize(stream.reference)) if stream.reference else 0
         lag = laal(finalisation_delays(disp, positions), positions[-1], ref_len)
         if lag is not None:
@@ -85,7 +85,7 @@ def method_report(
         erased_d, _ = stream_erasure(disp)
         row: dict[str, Any] = {
             "stream": result.stream_id,
-            "chrf": round(sentence_chrf(result.final_output, stream.reference), 4)
+            "chrf": round(sentence_chrf(result.final_output, stream.references), 4)
             if stream.reference
             else None,
             "erased": erased,
