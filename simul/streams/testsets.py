@@ -81,7 +81,8 @@ def testset_lines(name: str, langpair: str) -> TestSet:
     by_field = dict(zip(fields, files, strict=True))
     if "src" not in by_field:
         raise SimulError(f"sacrebleu's test set {name} {langpair} has no source field (fields: {fields})")
-    ref_fields = [f for f in fields if f == "ref" or f.startswith("ref:")]
+    # sorted: sacrebleu collects translators in a set, so its field order can change between processes
+    ref_fields = sorted(f for f in fields if f == "ref" or f.startswith("ref:"))
     source_path = Path(by_field["src"])
     ref_paths = [Path(by_field[f]) for f in ref_fields]
     sources = read_text_lines(source_path)
