@@ -14,7 +14,7 @@ named like WMT's plain-text releases:
 * ``acl6060dev.en-zh.src.en``, ``acl6060dev.en-zh.ref.zh``: the 105 segments of talk 2022.acl-long.117 with
   ACL 60/60's Chinese reference.
 * ``acl6060dev-para.en-de.src.en``, ``acl6060dev-para.en-de.ref.de``: paragraph-level, like WMT23's en-de:
-  consecutive segments of a talk joined by a space, four per paragraph (a talk's last paragraph may be
+  consecutive segments of a talk joined by a space, two per paragraph (a talk's last paragraph may be
   shorter), over all five talks; ``acl6060dev-para.en-de.docid`` names each paragraph's talk.
 """
 
@@ -24,7 +24,7 @@ import argparse
 from pathlib import Path
 
 REF_B = Path(__file__).parent / "data" / "acl6060-dev-1-40.de.refB.txt"
-PARAGRAPH = 4
+PARAGRAPH = 2
 
 
 def read(path: Path) -> list[str]:
