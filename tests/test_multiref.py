@@ -196,3 +196,15 @@ def test_show_prints_every_reference(runs: dict[str, Path]) -> None:
     )
     assert listed.exit_code == 0, listed.output
     assert "reference 2: Nun gibt es vier neue Züge in der Stadt." in listed.stderr
+
+
+def test_streams_without_references_say_what_is_not_computed(tiny_model: Path, tmp_path: Path) -> None:
+    path = tmp_path / "none.jsonl"
+    write_streams(path, [lag_stream(f"s{i}", src, None) for i, (src, _) in enumerate(SENTENCES[:2])])
+    args = eval_args(tiny_model, path, "--json")
+    args.remove("--quiet")
+    result = runner.invoke(app, args, terminal_width=300)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)["methods"][0]["metrics"]
+    assert metrics["bleu"] is None and metrics["chrf"] is None and metrics["comet"] is None
+    assert "the streams have no references: BLEU, chrF and COMET are not computed" in result.stderr

@@ -28,6 +28,7 @@ from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table
+from simul.streams.references import references_caption
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
@@ -42,6 +43,9 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
             f"chrF {outcome.scored.signatures.get('chrf', '-')}",
         ]
+        refs_line = references_caption(cfg["streams"].get("references"))
+        if refs_line:
+            caption_lines.append(refs_line)
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
         if outcome.run_dir:

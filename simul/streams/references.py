@@ -43,6 +43,19 @@ def describe_references(summary: dict[str, Any] | None) -> str:
     return f"{low} per stream" if low == high else f"{low}-{high} per stream"
 
 
+def references_caption(summary: dict[str, Any] | None) -> str | None:
+    """A line for the eval table when the references are not one per stream (None when they are)."""
+    if not summary or summary.get("max_per_stream") == 1 == summary.get("min_per_stream"):
+        return None
+    if summary.get("max_per_stream") == 0:
+        return "the streams have no references: BLEU, chrF and COMET are not computed"
+    if summary.get("min_per_stream") == 0:
+        return "some streams have no reference: BLEU and chrF are not computed, COMET only over the others"
+    return (
+        f"references: {describe_references(summary)}; BLEU and chrF use all of them, COMET and LAAL the first"
+    )
+
+
 def reference_lines(stream: Stream) -> list[str]:
     """``reference: ...``, or ``reference 1: ...``, ``reference 2: ...`` when there are several."""
     refs = stream.references
