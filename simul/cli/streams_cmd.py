@@ -295,7 +295,7 @@ def text_command(
     err_console.print(
         f"wrote {count} streams to {output} ({imported.name} {imported.src}->{imported.tgt}, "
         f"{refs} reference{'' if refs == 1 else 's'} per stream, lag {lag} {imported.unit}s); "
-        f"{imported.built.skipped_count} lines skipped",
+        f"{imported.built.skipped_count} line{'' if imported.built.skipped_count == 1 else 's'} skipped",
         soft_wrap=True,
         highlight=False,
         markup=False,
