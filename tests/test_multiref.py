@@ -196,6 +196,11 @@ def test_show_prints_every_reference(runs: dict[str, Path]) -> None:
     )
     assert listed.exit_code == 0, listed.output
     assert "reference 2: Nun gibt es vier neue Züge in der Stadt." in listed.stderr
+    page = runs["two"].parent / "s1.html"
+    html = runner.invoke(app, ["show", str(runs["two"]), "--stream", "s1", "--html", str(page)])
+    assert html.exit_code == 0, html.output
+    text = page.read_text(encoding="utf-8")
+    assert "references: 1. " in text and "Nun gibt es vier neue Züge in der Stadt." in text
 
 
 def test_streams_without_references_say_what_is_not_computed(tiny_model: Path, tmp_path: Path) -> None:

@@ -108,6 +108,13 @@ def test_testset_from_a_filled_cache(tmp_path: Path) -> None:
     assert prov["source_file"] == "wmt22.en-de.src"
     assert prov["reference_files"] == ["wmt22.en-de.ref-A", "wmt22.en-de.ref-B"]
     assert (cache / "wmt22" / "wmt22.en-de.src").is_file()  # sacrebleu wrote its text files
+    # what run.json records under config.streams.testsets
+    from simul.streams.format import read_streams
+    from simul.streams.references import testset_summary
+
+    assert testset_summary(read_streams(out)) == [
+        {"name": "wmt22", "langpair": "en-de", "sacrebleu": sacrebleu.__version__, "references": ["A", "B"]}
+    ]
 
 
 def test_empty_cache_offline_names_the_folder(tmp_path: Path) -> None:
