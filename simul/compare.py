@@ -29,6 +29,7 @@ from simul.rundir import (
     load_run_json,
     refuse_if_written,
 )
+from simul.streams.references import describe_references
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
 # no default because they differ between machines and loads: opt in with e.g. --max-drop speedup=0.05.
@@ -77,6 +78,12 @@ def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
         reasons.append(
             f"different streams ({b_streams.get('count')} from {Path(b_streams.get('path', '?')).name} vs "
             f"{n_streams.get('count')} from {Path(n_streams.get('path', '?')).name})"
+        )
+    b_refs, n_refs = b_streams.get("references"), n_streams.get("references")
+    if b_refs and n_refs and b_refs.get("sha256") != n_refs.get("sha256"):
+        reasons.append(
+            f"different reference sets ({describe_references(b_refs)} vs {describe_references(n_refs)}, "
+            "or other reference texts)"
         )
     b_sig, n_sig = base.get("signatures", {}), new.get("signatures", {})
     for key in ("ne_tokenizer", "bleu", "chrf"):
@@ -175,9 +182,11 @@ def paired_bootstrap(
 
 
 def _corpus_stats_scorer(
-    metric_name: str, hyps_b: list[str], hyps_n: list[str], refs: list[str], tgt: str
+    metric_name: str, hyps_b: list[str], hyps_n: list[str], refs: list[tuple[str, ...]], tgt: str
 ) -> Callable[[Sequence[int]], tuple[float, float]]:
     import numpy as np
+
+    from simul.metrics.quality import reference_streams
 
     if metric_name == "chrf":
         from sacrebleu.metrics.chrf import CHRF
@@ -189,8 +198,9 @@ def _corpus_stats_scorer(
         from simul.metrics.quality import bleu_tokenizer
 
         metric = BLEU(tokenize=bleu_tokenizer(tgt))
-    stats_b = np.array(metric._extract_corpus_statistics(hyps_b, [refs]), dtype=np.float64)
-    stats_n = np.array(metric._extract_corpus_statistics(hyps_n, [refs]), dtype=np.float64)
+    ref_streams = reference_streams(refs)  # every reference, as the corpus scores use them
+    stats_b = np.array(metric._extract_corpus_statistics(hyps_b, ref_streams), dtype=np.float64)
+    stats_n = np.array(metric._extract_corpus_statistics(hyps_n, ref_streams), dtype=np.float64)
 
     def score(indices: Sequence[int]) -> tuple[float, float]:
         idx = np.asarray(indices)
@@ -376,10 +386,10 @@ def _add_paired_statistics(
         return
     b_results = {r.stream_id: r for r in base.loaded.results[b_key]}
     n_results = {r.stream_id: r for r in new.loaded.results[n_key]}
-    ids = [sid for sid in b_results if sid in n_results and base.loaded.streams[sid].reference is not None]
+    ids = [sid for sid in b_results if sid in n_results and base.loaded.streams[sid].references]
     if not ids:
         return
-    refs = [base.loaded.streams[sid].reference or "" for sid in ids]
+    refs = [base.loaded.streams[sid].references for sid in ids]
     hyps_b = [b_results[sid].final_output for sid in ids]
     hyps_n = [n_results[sid].final_output for sid in ids]
     tgt = base.loaded.streams[ids[0]].tgt

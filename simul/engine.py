@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simul.backend import LlamaBackend
+from simul.backend import ContextOverflowError, LlamaBackend
 from simul.cpu_usage import CpuMeter
 from simul.decoding import StreamDecoder, StreamResult
 from simul.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
@@ -81,10 +81,34 @@ class Engine:
         )
 
     def preflight(self, streams: Sequence[Stream]) -> None:
-        """Check every stream fits the context before spending time on any of them."""
+        """Check, before decoding anything, that every step of every stream fits the context window.
+
+        A step needs its prompt plus the output length cap (``max_len_ratio`` x source tokens +
+        ``max_len_slack``): that is all that can be known before decoding. Every stream that does not fit is
+        named, with the positions it needs, and the ``--n-ctx`` (a power of two) that would fit them all.
+        """
         decoder = self.decoder(Method("rt"))
+        n_ctx = self.backend.n_ctx
+        too_long: list[tuple[str, int]] = []
         for stream in streams:
-            decoder.check_fits(stream)
+            need = max(
+                len(decoder.tokenize_prompt(decoder.prompt_for(stream, step.source)))
+                + decoder.max_output_tokens(step.source)
+                for step in stream.steps
+            )
+            if need > n_ctx:
+                too_long.append((stream.id, need))
+        if not too_long:
+            return
+        most = max(need for _, need in too_long)
+        shown = ", ".join(f"{sid} ({need})" for sid, need in too_long[:10])
+        more = f" and {len(too_long) - 10} more" if len(too_long) > 10 else ""
+        cap = f"{self.settings.max_len_ratio:g} x source tokens + {self.settings.max_len_slack}"
+        raise ContextOverflowError(
+            f"{len(too_long)} of {len(streams)} streams do not fit the context window of {n_ctx} positions "
+            f"(prompt plus up to {cap} output tokens; positions needed in brackets): {shown}{more}; "
+            f"pass --n-ctx {1 << (most - 1).bit_length()}, or leave those streams out (split long segments)"
+        )
 
     def run(
         self,

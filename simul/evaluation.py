@@ -34,6 +34,7 @@ from simul.rundir import (
 from simul.runlock import LOCK_FILE, RunLock
 from simul.scoring import Scored, higher_is_better, score
 from simul.streams.format import Stream, read_streams
+from simul.streams.references import reference_summary, testset_summary
 
 
 @dataclass
@@ -217,6 +218,8 @@ def _evaluate(
                 "count": len(streams),
                 "src": streams[0].src,
                 "tgt": tgt,
+                "references": reference_summary(streams),
+                **({"testsets": testsets} if (testsets := testset_summary(streams)) else {}),
             },
             "methods": [m.to_json() for m in request.methods],
             "model": model,

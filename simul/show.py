@@ -183,7 +183,11 @@ def html_page(stream: Stream, results: Sequence[StreamResult], title: str) -> st
         rows.append(
             f'<tr><td class="step">{when}</td><td lang="{src}">{html_spans(view.source)}</td>{cells}</tr>'
         )
-    reference = f'<span lang="{tgt}">{html.escape(stream.reference or "")}</span>'
+    refs = stream.references
+    reference = " | ".join(
+        f'{f"{number}. " if len(refs) > 1 else ""}<span lang="{tgt}">{html.escape(ref)}</span>'
+        for number, ref in enumerate(refs, start=1)
+    )
     pair = f"{html.escape(stream.src)}&rarr;{html.escape(stream.tgt)}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{CSS}</style></head>
@@ -193,7 +197,7 @@ def html_page(stream: Stream, results: Sequence[StreamResult], title: str) -> st
 <span class="accepted">accepted draft</span><span class="new">newly decoded</span>
 <span class="erased">erased</span><span class="masked">hidden by mask-k</span></p>
 <table>
-<caption>{len(views)} steps, {pair}; reference: {reference}</caption>
+<caption>{len(views)} steps, {pair}; {"references" if len(refs) > 1 else "reference"}: {reference}</caption>
 <thead><tr><th>step</th><th>source</th>{head}</tr></thead>
 <tbody>
 {chr(10).join(rows)}

@@ -129,13 +129,13 @@ def test_source_positions_words_chars_and_time() -> None:
 
 def test_bleu_and_chrf_carry_signatures() -> None:
     hyps = ["Das ist ein Test.", "Hallo Welt."]
-    refs = ["Das ist ein Test.", "Hallo, Welt!"]
+    refs = [("Das ist ein Test.",), ("Hallo, Welt!",)]
     bleu = corpus_bleu(hyps, refs, "de")
     chrf = corpus_chrf(hyps, refs)
     assert 0 < bleu.score < 100 and "tok:13a" in bleu.signature
     assert 0 < chrf.score < 100 and "nc:6" in chrf.signature
-    assert "tok:zh" in corpus_bleu(["我们有"], ["我们有"], "zh").signature
-    ja = corpus_bleu(["私は毎日電車で学校に行きます。"], ["私は毎日電車で学校に行きます。"], "ja")
+    assert "tok:zh" in corpus_bleu(["我们有"], [("我们有",)], "zh").signature
+    ja = corpus_bleu(["私は毎日電車で学校に行きます。"], [("私は毎日電車で学校に行きます。",)], "ja")
     assert ja.score == pytest.approx(100.0) and "ja-mecab" in ja.signature
 
 

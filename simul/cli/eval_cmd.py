@@ -29,6 +29,7 @@ from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table, reference_note
+from simul.streams.references import references_caption
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
@@ -43,9 +44,9 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
             f"chrF {outcome.scored.signatures.get('chrf', '-')}",
         ]
-        note = reference_note(rows)
-        if note:
-            caption_lines.append(note)
+        for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
+            if line:
+                caption_lines.append(line)
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
         if outcome.run_dir:

@@ -13,6 +13,7 @@ from simul.errors import SimulError
 from simul.files import check_writable_file
 from simul.rundir import load_run, write_atomic
 from simul.show import html_page, rich_text, stream_view
+from simul.streams.references import reference_lines
 
 
 def register(app: typer.Typer) -> None:
@@ -68,8 +69,8 @@ def register(app: typer.Typer) -> None:
             when = str(view.index + 1) + (f"\n{view.time_ms / 1000:.1f}s" if view.time_ms is not None else "")
             table.add_row(when, rich_text(view.source), *(rich_text(o) for o in view.outputs))  # type: ignore[arg-type]
         err_console.print(table)
-        if source.reference:
-            err_console.print(f"reference: {source.reference}", markup=False)
+        for line in reference_lines(source):
+            err_console.print(line, markup=False, highlight=False)
         if html_file is not None:
             write_atomic(html_file, html_page(source, results, f"simul: {stream}"))
             err_console.print(f"wrote {html_file}")

@@ -22,8 +22,10 @@ from simul.streams.flores import flores_streams
 from simul.streams.format import Stream, read_streams, write_streams
 from simul.streams.partials import ALIGN_MODES, DEFAULT_MAX_GAP_MS, FORMATS, TIME_UNITS, PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
+from simul.streams.references import reference_lines
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
 from simul.streams.stats import step_changes, stream_stats
+from simul.streams.text_streams import TextRequest, text_streams
 
 streams_app = typer.Typer(
     name="streams",
@@ -217,6 +219,89 @@ def flores_command(
     _summary_line(count, output, 0, f"flores200 {split} {pair}, lag {lag}")
     if as_json:
         print_json({"output": str(output), "streams": count, "unaligned_partials": 0, "lag": lag})
+
+
+@streams_app.command("text")
+@handle_errors
+def text_command(
+    output: OutputOption,
+    src_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--src",
+            help="Source file: one segment per line, or a TSV/JSONL file holding references too (--format).",
+        ),
+    ] = None,
+    ref: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--ref", help="Reference file, line-aligned with --src (repeatable: several references)."
+        ),
+    ] = None,
+    src_lang: Annotated[str | None, typer.Option(help="Source language (short or FLORES code).")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(help="Target language (short or FLORES code).")] = None,
+    text_format: Annotated[
+        str | None,
+        typer.Option("--format", help="lines, tsv or jsonl (default: from the suffix of --src; else lines)."),
+    ] = None,
+    testset: Annotated[
+        str | None,
+        typer.Option(help="A sacrebleu test set (e.g. wmt22), read through sacrebleu's cache ($SACREBLEU)."),
+    ] = None,
+    langpair: Annotated[str | None, typer.Option(help="Language pair of --testset, e.g. en-de.")] = None,
+    lag: Annotated[int, typer.Option(help="Units revealed per step.")] = 3,
+    unit: Annotated[
+        str | None, typer.Option(help="word or char (default: char for zh/ja/th sources, else word).")
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="Data set name for ids <name>-<line> (default: --src up to its first dot, or --testset)."
+        ),
+    ] = None,
+    skip_empty: Annotated[
+        bool,
+        typer.Option(
+            "--skip-empty",
+            help="Leave out lines with an empty source or reference (counted) instead of failing.",
+        ),
+    ] = False,
+    start: StartOption = 1,
+    limit: LimitOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fixed-lag streams from parallel text (line-aligned files, TSV, JSONL) or a sacrebleu test set."""
+    request = TextRequest(
+        source=src_file,
+        references=list(ref or []),
+        text_format=text_format,
+        src=src_lang,
+        tgt=tgt_lang,
+        testset=testset,
+        langpair=langpair,
+        lag=lag,
+        unit=unit,
+        name=name,
+        start=start,
+        limit=limit,
+        skip_empty=skip_empty,
+    )
+    imported = text_streams(request)
+    for reason, lines in imported.built.skipped.items():
+        shown = ", ".join(str(x) for x in lines[:20]) + (", ..." if len(lines) > 20 else "")
+        _warn(f"skipped {len(lines)} line(s) with an {reason} (--skip-empty): lines {shown}", label="note")
+    count = _write(output, imported.built.streams)
+    refs = imported.references_per_stream
+    err_console.print(
+        f"wrote {count} streams to {output} ({imported.name} {imported.src}->{imported.tgt}, "
+        f"{refs} reference{'' if refs == 1 else 's'} per stream, lag {lag} {imported.unit}s); "
+        f"{imported.built.skipped_count} line{'' if imported.built.skipped_count == 1 else 's'} skipped",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
+    if as_json:
+        print_json({"output": str(output), **imported.summary()})
 
 
 @streams_app.command("acl6060")
@@ -574,7 +659,7 @@ def show_command(
     stream = _find_stream(path, stream_id)
     table = Table(
         title=f"{stream.id} ({stream.src}->{stream.tgt}, {len(stream.steps)} steps)",
-        caption=f"reference: {stream.reference}" if stream.reference is not None else "no reference",
+        caption="\n".join(reference_lines(stream)) or "no reference",
     )
     table.add_column("#", justify="right")
     table.add_column("time ms", justify="right")

@@ -56,18 +56,18 @@ def method_report(
     ne = normalized_erasure(raw_tok)
     ne_display = normalized_erasure(disp_tok)
 
-    # Corpus BLEU and chrF over the streams that have a reference (a stream with ``reference: null`` is left
-    # out, and ``references`` in the counts says on how many streams they were computed).
-    with_ref = [r for r in results if streams[r.stream_id].reference is not None]
+    # Corpus BLEU and chrF over the streams that have a reference (a stream without one is left out, and
+    # ``references`` in the counts says on how many streams they were computed); every reference is used.
+    with_ref = [r for r in results if streams[r.stream_id].references]
     hyps = [r.final_output for r in with_ref]
+    refs = [streams[r.stream_id].references for r in with_ref]
     tgt = streams[results[0].stream_id].tgt if results else "en"
     src_lang = get_language(streams[results[0].stream_id].src) if results else get_language("en")
     bleu = chrf = None
     signatures: dict[str, str] = {}
     if with_ref:
-        ref_list = [streams[r.stream_id].reference or "" for r in with_ref]
-        b = corpus_bleu(hyps, ref_list, tgt)
-        c = corpus_chrf(hyps, ref_list)
+        b = corpus_bleu(hyps, refs, tgt)
+        c = corpus_chrf(hyps, refs)
         bleu, chrf = b.score, c.score
         signatures = {"bleu": b.signature, "chrf": c.signature}
 
@@ -78,6 +78,7 @@ def method_report(
         positions = source_positions(
             [s.source for s in result.steps], [s.time_ms for s in result.steps], src_lang.unspaced
         )
+        # LAAL's reference length (like COMET) uses the first reference
         ref_len = len(tokenize(stream.reference)) if stream.reference else 0
         lag = laal(finalisation_delays(disp, positions), positions[-1], ref_len)
         if lag is not None:
@@ -86,7 +87,7 @@ def method_report(
         erased_d, _ = stream_erasure(disp)
         row: dict[str, Any] = {
             "stream": result.stream_id,
-            "chrf": round(sentence_chrf(result.final_output, stream.reference), 4)
+            "chrf": round(sentence_chrf(result.final_output, stream.references), 4)
             if stream.reference
             else None,
             "erased": erased,

@@ -1,6 +1,11 @@
 """BLEU and chrF with sacrebleu (Post, 2018, "A Call for Clarity in Reporting BLEU Scores").
 
-Corpus-level scores over the final outputs against the references. BLEU uses the target language's
+Corpus-level scores over the final outputs against the references. Each segment may have several
+references: they are passed to sacrebleu as reference streams (stream k holds every segment's k-th
+reference, ``None`` where a segment has fewer), exactly as ``sacrebleu REF_A REF_B -i HYP`` reads files, so
+BLEU clips n-gram counts against the maximum count over the references and takes the reference length
+closest to the hypothesis, and chrF keeps each segment's best-scoring reference (Post, 2018; sacrebleu's
+``metrics/bleu.py`` and ``metrics/chrf.py``). BLEU uses the target language's
 tokenizer (zh for Chinese, ja-mecab for Japanese, 13a otherwise: SPEC "Metrics"); chrF is sacrebleu's default
 chrF (character n-grams up to 6, beta 2, no word n-grams; Popović, 2015). Both carry sacrebleu's signature,
 which must match for two numbers to be compared.
@@ -25,8 +30,18 @@ def bleu_tokenizer(tgt: str) -> str:
     return get_language(tgt).bleu_tokenizer
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], tgt: str) -> Score:
-    """Corpus BLEU with the tokenizer of the target language."""
+def reference_streams(references: Sequence[tuple[str, ...]]) -> list[list[str | None]]:
+    """Per-segment reference tuples -> sacrebleu's reference streams, padded with ``None``."""
+    if any(isinstance(refs, str) for refs in references):
+        raise TypeError("references must hold one tuple of reference strings per segment")
+    depth = max((len(refs) for refs in references), default=0)
+    if depth == 0 or any(not refs for refs in references):
+        raise ValueError("every segment needs at least one reference")
+    return [[refs[k] if k < len(refs) else None for refs in references] for k in range(depth)]
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[tuple[str, ...]], tgt: str) -> Score:
+    """Corpus BLEU with the tokenizer of the target language, against every reference of each segment."""
     from sacrebleu.metrics.bleu import BLEU
 
     try:
@@ -35,21 +50,23 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], tgt: str) 
         raise SimulError(
             f"BLEU's {bleu_tokenizer(tgt)} tokenizer is not usable ({exc}); `pip install 'sacrebleu[ja]'`"
         ) from None
-    result = metric.corpus_score(list(hypotheses), [list(references)])
+    result = metric.corpus_score(list(hypotheses), reference_streams(references))  # type: ignore[arg-type]
     return Score(score=float(result.score), signature=str(metric.get_signature()))
 
 
-def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> Score:
-    """Corpus chrF (sacrebleu defaults: chrF2, character order 6, word order 0)."""
+def corpus_chrf(hypotheses: Sequence[str], references: Sequence[tuple[str, ...]]) -> Score:
+    """Corpus chrF (sacrebleu defaults: chrF2, character order 6, word order 0), every reference."""
     from sacrebleu.metrics.chrf import CHRF
 
     metric = CHRF()
-    result = metric.corpus_score(list(hypotheses), [list(references)])
+    result = metric.corpus_score(list(hypotheses), reference_streams(references))  # type: ignore[arg-type]
     return Score(score=float(result.score), signature=str(metric.get_signature()))
 
 
-def sentence_chrf(hypothesis: str, reference: str) -> float:
+def sentence_chrf(hypothesis: str, references: tuple[str, ...]) -> float:
     """chrF of one sentence (for per-stream comparisons), same settings as the corpus score."""
     from sacrebleu.metrics.chrf import CHRF
 
-    return float(CHRF().sentence_score(hypothesis, [reference]).score)
+    if isinstance(references, str):
+        raise TypeError("sentence_chrf takes a tuple of references")
+    return float(CHRF().sentence_score(hypothesis, list(references)).score)

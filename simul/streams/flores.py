@@ -17,8 +17,8 @@ from pathlib import Path
 from simul.errors import SimulError
 from simul.languages import Language, get_language
 from simul.paths import fixtures_dir
-from simul.streams.format import Step, Stream
-from simul.streams.lag import lag_prefixes
+from simul.streams.fixed_lag import AlignedLine, check_selection, lag_streams
+from simul.streams.format import Stream
 
 
 def default_flores_dir() -> Path:
@@ -86,10 +86,7 @@ def flores_streams(
     limit: int | None = None,
 ) -> Iterator[Stream]:
     """Fixed-lag streams for lines start.. (1-based) of a FLORES split."""
-    if lag < 1:
-        raise SimulError(f"--lag must be at least 1, got {lag}")
-    if start < 1:
-        raise SimulError(f"--start is 1-based and must be at least 1, got {start}")
+    check_selection(lag, start, limit)
     src_lang, tgt_lang = get_language(src), get_language(tgt)
     root = data_dir if data_dir is not None else default_flores_dir()
     src_path = find_flores_file(root, split, src_lang)
@@ -100,34 +97,31 @@ def flores_streams(
             f"{src_path} has {len(sources)} lines but {tgt_path} has {len(targets)}; FLORES files must be "
             "line-aligned (same split, same release)"
         )
-    if start > len(sources):
-        raise SimulError(f"--start {start} is past the last line of {src_path} ({len(sources)} lines)")
-    if limit is not None and limit < 1:
-        raise SimulError(f"--limit must be at least 1, got {limit}")
-    end = len(sources) if limit is None else min(len(sources), start - 1 + limit)
-    for index in range(start - 1, end):
-        line = index + 1
-        source = sources[index]
-        if not source.strip():
-            raise SimulError(f"{src_path}:{line}: empty source line")
-        if not targets[index].strip():
-            raise SimulError(f"{tgt_path}:{line}: empty reference line")
-        prefixes = lag_prefixes(source, lag, unspaced=src_lang.unspaced)
-        steps = tuple(Step(source=p, final=i == len(prefixes) - 1) for i, p in enumerate(prefixes))
-        yield Stream(
-            id=f"flores200-{split}-{line}",
-            src=src_lang.short,
-            tgt=tgt_lang.short,
-            steps=steps,
-            reference=targets[index].strip(),
-            provenance={
-                "dataset": "flores200",
-                "split": split,
-                "line": line,
-                "lag": lag,
-                "unit": "char" if src_lang.unspaced else "word",
-                "source_file": src_path.name,
-                "reference_file": tgt_path.name,
-                "simulated": True,
-            },
+    lines = [
+        AlignedLine(
+            line=number,
+            source=source,
+            references=(target,),
+            where_source=f"{src_path}:{number}",
+            where_references=(f"{tgt_path}:{number}",),
         )
+        for number, (source, target) in enumerate(zip(sources, targets, strict=True), start=1)
+    ]
+    built = lag_streams(
+        lines,
+        id_prefix=f"flores200-{split}",
+        src=src_lang,
+        tgt=tgt_lang,
+        lag=lag,
+        provenance={
+            "dataset": "flores200",
+            "split": split,
+            "source_file": src_path.name,
+            "reference_file": tgt_path.name,
+        },
+        start=start,
+        limit=limit,
+        offer_skip=False,
+        what=str(src_path),
+    )
+    yield from built.streams

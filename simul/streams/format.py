@@ -10,6 +10,11 @@ Each step holds the whole source prefix known at that moment (not a delta), so s
 recognizer may revise, shrink or repeat words; nothing here assumes a step extends the previous one.
 ``time_ms`` (optional) is when the step became known, relative to the start of the stream's audio.
 Exactly the last step is final. ``reference`` may be null when there is none.
+
+A stream with several references (WMT's refA and refB, for example) stores them as ``"references": [...]``
+in a version-2 record instead of ``reference``; a stream with one reference is written as version 1, as
+before, so files without several references stay readable by older simul. Version-1 readers refuse version 2
+with a message rather than scoring against the first reference only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from simul.languages import get_language
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
+# Written only for streams with several references (the ``references`` list); read like version 1.
+MULTI_REFERENCE_VERSION = 2
+READ_VERSIONS = (FORMAT_VERSION, MULTI_REFERENCE_VERSION)
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,14 @@ class Stream:
     src: str
     tgt: str
     steps: tuple[Step, ...]
-    reference: str | None = None
+    reference: str | None = None  # the first reference (the one COMET and latency use)
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+    more_references: tuple[str, ...] = ()  # the second, third, ... reference
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """Every reference, the first one first; empty when the stream has none."""
+        return () if self.reference is None else (self.reference, *self.more_references)
 
     @property
     def final_source(self) -> str:
@@ -68,16 +82,21 @@ class Stream:
         return all(step.time_ms is not None for step in self.steps)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        several = len(self.references) > 1
+        out: dict[str, Any] = {
             "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
+            "version": MULTI_REFERENCE_VERSION if several else FORMAT_VERSION,
             "id": self.id,
             "src": self.src,
             "tgt": self.tgt,
             "steps": [step.to_json() for step in self.steps],
-            "reference": self.reference,
             "provenance": self.provenance,
         }
+        if several:
+            out["references"] = list(self.references)
+        else:
+            out["reference"] = self.reference
+        return out
 
     def validate(self) -> None:
         """Raise ValueError (with a message that says what to fix) if the stream breaks the format's rules."""
@@ -96,6 +115,11 @@ class Stream:
                     "the last step must be final" if last else f"step {index} is final but is not the last"
                 )
                 raise ValueError(f"stream {self.id!r}: {where}")
+        if self.more_references and self.reference is None:
+            raise ValueError(f"stream {self.id!r} has more references but no first reference")
+        for number, ref in enumerate(self.references, start=1):
+            if not ref.strip():
+                raise ValueError(f"stream {self.id!r}: reference {number} is empty")
         times = [step.time_ms for step in self.steps]
         if any(t is not None for t in times):
             if any(t is None for t in times):
@@ -140,6 +164,21 @@ def _step_from_json(obj: Any, where: str) -> Step:
     return Step(source=source, final=final, time_ms=None if time_ms is None else float(time_ms), extra=extra)
 
 
+def _references_from_json(obj: dict[str, Any], where: str) -> list[str]:
+    """``reference`` (a string or null) or ``references`` (a list of strings), never both."""
+    if "references" in obj:
+        if "reference" in obj:
+            raise SimulError(f"{where}: give either 'reference' or 'references' (a list), not both")
+        refs = obj["references"]
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+            raise SimulError(f"{where}: field 'references' must be a list of strings")
+        return refs
+    reference = obj.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        raise SimulError(f"{where}: field 'reference' must be a string or null")
+    return [] if reference is None else [reference]
+
+
 def stream_from_json(obj: Any, where: str = "<stream>") -> Stream:
     """Build a Stream from one parsed JSONL record; errors name ``where`` (file:line)."""
     if not isinstance(obj, dict):
@@ -150,10 +189,11 @@ def stream_from_json(obj: Any, where: str = "<stream>") -> Stream:
             "build stream files with `simul streams flores|acl6060|asr`"
         )
     version = obj.get("version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise SimulError(
-            f"{where}: stream format version {version!r} is not supported (this simul reads version "
-            f"{FORMAT_VERSION}); rebuild the file with this simul or upgrade simul"
+            f"{where}: stream format version {version!r} is not supported (this simul reads versions "
+            f"{' and '.join(str(v) for v in READ_VERSIONS)}); rebuild the file with this simul or upgrade "
+            "simul"
         )
     for key in ("id", "src", "tgt"):
         if not isinstance(obj.get(key), str) or not obj[key]:
@@ -161,9 +201,7 @@ def stream_from_json(obj: Any, where: str = "<stream>") -> Stream:
     steps_obj = obj.get("steps")
     if not isinstance(steps_obj, list):
         raise SimulError(f"{where}: field 'steps' must be a list")
-    reference = obj.get("reference")
-    if reference is not None and not isinstance(reference, str):
-        raise SimulError(f"{where}: field 'reference' must be a string or null")
+    references = _references_from_json(obj, where)
     provenance = obj.get("provenance", {})
     if not isinstance(provenance, dict):
         raise SimulError(f"{where}: field 'provenance' must be an object")
@@ -173,7 +211,15 @@ def stream_from_json(obj: Any, where: str = "<stream>") -> Stream:
         tgt = get_language(obj["tgt"]).short
     except SimulError as exc:
         raise SimulError(f"{where}: {exc}") from None
-    stream = Stream(id=obj["id"], src=src, tgt=tgt, steps=steps, reference=reference, provenance=provenance)
+    stream = Stream(
+        id=obj["id"],
+        src=src,
+        tgt=tgt,
+        steps=steps,
+        reference=references[0] if references else None,
+        provenance=provenance,
+        more_references=tuple(references[1:]),
+    )
     try:
         stream.validate()
     except ValueError as exc:

@@ -1,0 +1,78 @@
+"""What a run records about its references, so that runs scored against different references are not compared.
+
+BLEU and chrF use every reference of a stream (sacrebleu's multi-reference scores); COMET and LAAL's
+reference length need one reference and use the first. NE uses no reference (it is normalized by the final
+output's length).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from simul.streams.format import Stream
+
+# which reference each metric uses (recorded in run.json, stated in the docs)
+REFERENCE_USE = {"bleu": "all", "chrf": "all", "comet": "first", "latency": "first"}
+
+
+def references_digest(streams: Sequence[Stream]) -> str:
+    """SHA-256 over the stream ids and their references, in order."""
+    payload = json.dumps([[s.id, list(s.references)] for s in streams], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def reference_summary(streams: Sequence[Stream]) -> dict[str, Any]:
+    """``config.streams.references`` of run.json: count per stream, digest, which metric uses which."""
+    counts = [len(s.references) for s in streams]
+    return {
+        "min_per_stream": min(counts, default=0),
+        "max_per_stream": max(counts, default=0),
+        "sha256": references_digest(streams),
+        "use": dict(REFERENCE_USE),
+    }
+
+
+def describe_references(summary: dict[str, Any] | None) -> str:
+    """``2 per stream`` or ``1-2 per stream`` (for messages)."""
+    if not summary:
+        return "unknown"
+    low, high = summary.get("min_per_stream"), summary.get("max_per_stream")
+    return f"{low} per stream" if low == high else f"{low}-{high} per stream"
+
+
+def references_caption(summary: dict[str, Any] | None) -> str | None:
+    """A line for the eval table when the references are not one per stream (None when they are)."""
+    if not summary or summary.get("max_per_stream") == 1 == summary.get("min_per_stream"):
+        return None
+    if summary.get("min_per_stream") == 0:
+        return None  # streams without a reference: report.reference_note says what was computed on which
+    return (
+        f"references: {describe_references(summary)}; BLEU and chrF use all of them, COMET and LAAL the first"
+    )
+
+
+def reference_lines(stream: Stream) -> list[str]:
+    """``reference: ...``, or ``reference 1: ...``, ``reference 2: ...`` when there are several."""
+    refs = stream.references
+    if len(refs) == 1:
+        return [f"reference: {refs[0]}"]
+    return [f"reference {number}: {ref}" for number, ref in enumerate(refs, start=1)]
+
+
+def testset_summary(streams: Sequence[Stream]) -> list[dict[str, Any]]:
+    """The sacrebleu test sets the streams came from (name, language pair, sacrebleu version, references)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for stream in streams:
+        prov = stream.provenance
+        if "testset" in prov:
+            entry = {
+                "name": prov["testset"],
+                "langpair": prov.get("langpair"),
+                "sacrebleu": prov.get("sacrebleu"),
+                "references": prov.get("references"),
+            }
+            seen.setdefault(json.dumps(entry, sort_keys=True), entry)
+    return list(seen.values())
