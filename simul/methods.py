@@ -7,10 +7,11 @@ from typing import Any, Literal
 
 from simul.errors import UsageError
 
-MethodName = Literal["rt", "ssbd", "cd"]
+MethodName = Literal["rt", "ssbd", "cd", "ext"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
-METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")
+METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")  # what simul decodes
+EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
 
@@ -33,6 +34,9 @@ class Method:
     * ``resync``: after the draft diverges, look for the last ``resync`` output tokens in the rest of the
       previous output (as prompt-lookup decoding does) and propose what followed them as a new draft,
       verified the same way. 0 turns it off.
+
+    ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
+    with ``system`` the name given to them.
     """
 
     name: MethodName
@@ -41,8 +45,20 @@ class Method:
     mask: MaskMode = "display"
     ending: Ending = "keep"
     resync: int = 0
+    system: str | None = None
 
     def __post_init__(self) -> None:
+        if self.name == EXTERNAL:
+            if not self.system or not all(ch.isalnum() or ch in "._-" for ch in self.system):
+                raise UsageError(
+                    "outputs of another system come in through `simul ingest --name NAME` (NAME: letters, "
+                    f"digits, '.', '_' or '-'), got {self.system!r}"
+                )
+            if self.beta is not None or self.mask_k or self.ending != "keep" or self.resync:
+                raise UsageError("an ingested system's outputs take no decoding options")
+            return
+        if self.system is not None:
+            raise UsageError("only ingested outputs (method ext) carry a system name")
         if self.name not in METHOD_NAMES:
             raise UsageError(f"unknown method {self.name!r}; choose one of {', '.join(METHOD_NAMES)}")
         if self.name == "ssbd":
@@ -74,6 +90,8 @@ class Method:
     @property
     def label(self) -> str:
         """A short, stable name such as ``ssbd(b=0.2)+display-mask3``."""
+        if self.name == EXTERNAL:
+            return f"EXT({self.system})"
         base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
         if self.mask_k:
             base += f"+{self.mask}-mask{self.mask_k}"
@@ -86,6 +104,8 @@ class Method:
     @property
     def key(self) -> str:
         """A file-name-safe identifier, unique per setting."""
+        if self.name == EXTERNAL:
+            return f"ext-{self.system}"
         parts: list[str] = [self.name]
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
@@ -98,7 +118,7 @@ class Method:
         return "-".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "beta": self.beta,
             "mask_k": self.mask_k,
@@ -106,6 +126,9 @@ class Method:
             "ending": self.ending,
             "resync": self.resync,
         }
+        if self.system is not None:
+            out["system"] = self.system
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Method:
@@ -116,4 +139,5 @@ class Method:
             mask=obj.get("mask", "display"),
             ending=obj.get("ending", "keep"),
             resync=int(obj.get("resync", 0)),
+            system=obj.get("system"),
         )

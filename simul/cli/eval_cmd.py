@@ -27,7 +27,7 @@ from simul.cli.running import engine_settings, run_with_progress
 from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
-from simul.report import methods_table
+from simul.report import methods_table, units_caption
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
@@ -41,6 +41,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             f"{cfg['threads']} threads",
             f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
             f"chrF {outcome.scored.signatures.get('chrf', '-')}",
+            units_caption(rows),
         ]
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {comet.get('reason')}")

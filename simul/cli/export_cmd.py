@@ -1,4 +1,4 @@
-"""`simul export RUN_DIR --format simuleval`: the displayed stream in another toolkit's format."""
+"""`simul export RUN_DIR --format simuleval|simulstream`: the displayed stream in another toolkit's format."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import typer
 
 from simul.cli.common import err_console, handle_errors
 from simul.errors import SimulError, UsageError
-from simul.export import simuleval_lines
+from simul.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
+from simul.metrics.quality import bleu_tokenizer
+from simul.metrics.units import target_unit
 from simul.rundir import load_run, write_atomic
-
-FORMATS = ("simuleval",)
 
 
 def register(app: typer.Typer) -> None:
@@ -20,27 +20,59 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def export_command(
         run_dir: Annotated[Path, typer.Argument(help="A complete run directory.")],
-        format: Annotated[str, typer.Option("--format", help="Output format: simuleval.")] = "simuleval",
+        format: Annotated[
+            str, typer.Option("--format", help="Output format: simuleval or simulstream.")
+        ] = "simuleval",
         method: Annotated[
             str | None, typer.Option(help="Method key to export (see run.json). Default: the last method.")
         ] = None,
         output: Annotated[
             Path | None,
             typer.Option(
-                "--output", "-o", help="Output file. Default: RUN_DIR/simuleval/<method>/instances.log."
+                "--output",
+                "-o",
+                help="simuleval: the instances.log to write "
+                "(default RUN_DIR/simuleval/<method>/instances.log); "
+                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>).",
             ),
         ] = None,
     ) -> None:
-        """Write a SimulEval-style instances.log of what was displayed, to rescore a run elsewhere."""
-        if format not in FORMATS:
-            raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(FORMATS)}")
+        """Write what was displayed in SimulEval's or simulstream's format, to rescore a run elsewhere."""
+        if format not in EXPORT_FORMATS:
+            raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
         loaded = load_run(run_dir)
         keys = [m.key for m in loaded.methods]
         key = method or keys[-1]
         if key not in loaded.results:
             raise SimulError(f"{run_dir} has no method {key!r}; it has: {', '.join(keys)}")
-        target = output or run_dir / "simuleval" / key / "instances.log"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        lines = list(simuleval_lines(loaded.results[key], loaded.streams))
-        write_atomic(target, "".join(line + "\n" for line in lines))
-        err_console.print(f"wrote {len(lines)} instances of {key} to {target}")
+        results = loaded.results[key]
+        tgt = loaded.streams[results[0].stream_id].tgt if results else "en"
+        unit = target_unit(tgt)
+        bleu = bleu_tokenizer(tgt)
+        if format == "simuleval":
+            target = output or run_dir / "simuleval" / key / "instances.log"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lines = list(simuleval_lines(results, loaded.streams))
+            write_atomic(target, "".join(line + "\n" for line in lines))
+            err_console.print(
+                f"wrote {len(lines)} instances of {key} to {target}\n"
+                f"score with: simuleval --score-only --output {target.parent} --eval-latency-unit {unit} "
+                f"--sacrebleu-tokenizer {bleu} --latency-metrics LAAL AL DAL --quality-metrics BLEU"
+            )
+            return
+        folder = output or run_dir / "simulstream" / key
+        folder.mkdir(parents=True, exist_ok=True)
+        export = simulstream_export(results, loaded.streams)
+        write_atomic(folder / "log.jsonl", export.log)
+        write_atomic(folder / "eval.yaml", export.eval_config)
+        write_atomic(folder / "segmentation.yaml", export.segmentation)
+        write_atomic(folder / "references.txt", export.references)
+        write_atomic(folder / "sources.txt", export.sources)
+        char = " --char_level" if unit == "char" else ""
+        err_console.print(
+            f"wrote the simulstream log of {len(results)} streams of {key} to {folder / 'log.jsonl'}\n"
+            f"score with: omnisteval longform --hypothesis_format simulstream "
+            f"--hypothesis_file {folder}/log.jsonl "
+            f"--simulstream_config_file {folder}/eval.yaml --speech_segmentation {folder}/segmentation.yaml "
+            f"--ref_sentences_file {folder}/references.txt --bleu_tokenizer {bleu}{char}"
+        )

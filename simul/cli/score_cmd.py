@@ -11,9 +11,9 @@ from simul.cli.common import err_console, handle_errors, print_json
 from simul.errors import SimulError
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
-from simul.report import TABLE2_COLUMNS, methods_table
+from simul.report import TABLE2_COLUMNS, methods_table, units_caption
 from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
-from simul.scoring import score
+from simul.scoring import not_available, score
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +58,15 @@ def register(app: typer.Typer) -> None:
         comet, reason = load_comet(comet_name, batch)
         if comet is None and require_comet:
             raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
-        scored = score(loaded.methods, loaded.results, loaded.streams, config["ne_tokenizer"], comet, reason)
+        scored = score(
+            loaded.methods,
+            loaded.results,
+            loaded.streams,
+            config["ne_tokenizer"],
+            comet,
+            reason,
+            not_available(loaded.run),
+        )
         rows = scored.methods_json()
         if update:
             run = loaded.run
@@ -69,7 +77,7 @@ def register(app: typer.Typer) -> None:
             writer.write_per_stream(scored.per_stream_rows())
             writer.save()
         if not quiet:
-            caption = [f"{len(loaded.streams)} streams from {run_dir}"]
+            caption = [f"{len(loaded.streams)} streams from {run_dir}", units_caption(rows)]
             if not scored.comet.get("available"):
                 caption.append(f"COMET unavailable: {scored.comet.get('reason')}")
             err_console.print(
