@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml Makefile tools/llama_wheel.py
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet "$$wheel"
 	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr]"
+	# SimulEval for the golden tests, without its pytest-flake8 (breaks pytest >= 8) and tqdm pin
+	$(PIP) install --quiet --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
 	@touch $@
 	@echo "simul is set up in $(VENV); run: $(BIN)/simul --help"
 
