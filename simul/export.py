@@ -18,6 +18,7 @@ time and never changed (``metrics/latency.py``).
   up to the one that finalised the unit, for timed streams; the cumulative wall-clock alone for text
   streams (which have no source clock). SimulEval's computation-aware scores compare ``elapsed`` with
   ``source_length``, which for text streams is in words: use simul's ``*_ca`` figures there instead.
+* ``config.yaml`` next to the log gives ``simuleval --score-only`` the source and target types.
 
 **simulstream** (a metrics log as simulstream 1.0.0's server writes it, read by its ``LogReader`` and by
 OmniSTEval 0.1.10 ``longform --hypothesis_format simulstream``): per stream a metadata line

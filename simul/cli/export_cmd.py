@@ -54,6 +54,12 @@ def register(app: typer.Typer) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             lines = list(simuleval_lines(results, loaded.streams))
             write_atomic(target, "".join(line + "\n" for line in lines))
+            timed = bool(results) and loaded.streams[results[0].stream_id].timed
+            # `simuleval --score-only` reads the source and target types from config.yaml next to the log
+            write_atomic(
+                target.parent / "config.yaml",
+                f"source_type: {'speech' if timed else 'text'}\ntarget_type: text\n",
+            )
             err_console.print(
                 f"wrote {len(lines)} instances of {key} to {target}\n"
                 f"score with: simuleval --score-only --output {target.parent} --eval-latency-unit {unit} "
