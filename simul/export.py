@@ -26,7 +26,12 @@ OmniSTEval 0.1.10 ``longform --hypothesis_format simulstream``): per stream a me
 "computation_time", "generated_tokens", "deleted_tokens"}``. Tokens are the target units; an update deletes
 the units of the previous display after its longest common prefix with the new one and generates the new
 display's units after it, so simulstream's ``NormalizedErasure`` (deleted / final units) is simul's NE of the
-display with ``--ne-tokenizer word``. ``total_audio_processed`` is in seconds: the step's time for timed
+display with ``--ne-tokenizer word`` when the tokens are words. For languages written without spaces the
+tokens are characters by default (spaces inside included, so OmniSTEval's character-level latency is
+simul's); simulstream's word-level NE then counts the words the deleted characters span, which is not
+simul's word NE (an extended last word erases nothing there): export with ``--unit word`` to compare NE in
+words. simulstream counts characters with spaces (``list(text)``), simul's ``--ne-tokenizer char``
+without. ``total_audio_processed`` is in seconds: the step's time for timed
 streams; for text streams one source word is written as one millisecond (the format has no word unit), so
 OmniSTEval's millisecond figures read as words. ``computation_time`` is the update's own wall-clock (seconds).
 Next to the log the export writes what OmniSTEval needs: ``eval.yaml`` (simulstream's ``simuleval``
@@ -75,9 +80,12 @@ def simuleval_lines(results: list[StreamResult], streams: dict[str, Stream]) -> 
         yield json.dumps(instance(result, streams[result.stream_id], index), ensure_ascii=False)
 
 
-def simulstream_records(result: StreamResult, stream: Stream, client: int) -> list[dict[str, Any]]:
-    """The metrics-log lines of one stream (see the module docstring)."""
-    unit = target_unit(stream.tgt)
+def simulstream_records(
+    result: StreamResult, stream: Stream, client: int, unit: str | None = None
+) -> list[dict[str, Any]]:
+    """The metrics-log lines of one stream (see the module docstring); tokens in ``unit`` (default: the
+    target's latency unit)."""
+    unit = unit or target_unit(stream.tgt)
     positions = source_positions(
         [s.source for s in result.steps], [s.time_ms for s in result.steps], get_language(stream.src).unspaced
     )
@@ -109,31 +117,35 @@ class SimulstreamExport:
     unit: str
 
 
-def simulstream_export(results: Sequence[StreamResult], streams: dict[str, Stream]) -> SimulstreamExport:
-    """The log and the files OmniSTEval needs next to it."""
+def simulstream_export(
+    results: Sequence[StreamResult], streams: dict[str, Stream], unit: str | None = None
+) -> SimulstreamExport:
+    """The log and the files OmniSTEval needs next to it; tokens in ``unit`` (default: the target's)."""
     import yaml
 
     log: list[str] = []
     segments: list[dict[str, Any]] = []
     refs: list[str] = []
     sources: list[str] = []
-    unit = "word"
+    chosen = unit or "word"
     for client, result in enumerate(results):
         stream = streams[result.stream_id]
-        unit = target_unit(stream.tgt)
-        log.extend(json.dumps(r, ensure_ascii=False) for r in simulstream_records(result, stream, client))
+        chosen = unit or target_unit(stream.tgt)
+        log.extend(
+            json.dumps(r, ensure_ascii=False) for r in simulstream_records(result, stream, client, chosen)
+        )
         length = stream_delays(result, stream).source_length
         segments.append({"wav": f"{stream.id}.wav", "offset": 0.0, "duration": round(length / 1000.0, 6)})
         refs.append(_one_line(stream.reference or ""))
         sources.append(_one_line(stream.final_source))
-    config = {"detokenizer_type": "simuleval", "latency_unit": unit}
+    config = {"detokenizer_type": "simuleval", "latency_unit": chosen}
     return SimulstreamExport(
         log="".join(line + "\n" for line in log),
         eval_config=yaml.safe_dump(config, sort_keys=True),
         segmentation=yaml.safe_dump(segments, sort_keys=False, allow_unicode=True),
         references="".join(r + "\n" for r in refs),
         sources="".join(s + "\n" for s in sources),
-        unit=unit,
+        unit=chosen,
     )
 
 

@@ -28,11 +28,13 @@ def _needs(module: str) -> None:
     )
 
 
-def _export(run_dir: Path, fmt: str) -> Path:
-    result = runner.invoke(app, ["export", str(run_dir), "--format", fmt])
-    assert result.exit_code == 0, result.output
+def _export(run_dir: Path, fmt: str, *extra: str) -> Path:
     key = str(json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["methods"][-1]["key"])
-    return run_dir / fmt / key
+    folder = run_dir / fmt / (key + "".join(extra))
+    target = folder / "instances.log" if fmt == "simuleval" else folder
+    result = runner.invoke(app, ["export", str(run_dir), "--format", fmt, "-o", str(target), *extra])
+    assert result.exit_code == 0, result.output
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +107,24 @@ def test_simulstream_normalized_erasure_is_simul_ne_in_words(
     _needs("simulstream")
     run_dir, _, _ = runs[name]
     ours = metrics(run_dir)
-    theirs = peers.simulstream_normalized_erasure(_export(run_dir, "simulstream"), "word")
+    theirs = peers.simulstream_normalized_erasure(_export(run_dir, "simulstream", "--unit", "word"), "word")
     assert ours["ne_display"] == round(theirs, 4)
+
+
+def test_simulstream_counts_characters_with_spaces(runs: dict[str, tuple[Path, str, str]]) -> None:
+    """On the default (character) log of a zh run, simulstream's character NE is simul's NE in the latency
+    unit, spaces included (simul's --ne-tokenizer char leaves spaces out)."""
+    _needs("simulstream")
+    from simul.metrics.erasure import normalized_erasure
+    from simul.metrics.units import units
+    from simul.rundir import load_run
+
+    run_dir, _, _ = runs["text-zh"]
+    loaded = load_run(run_dir)
+    (results,) = loaded.results.values()
+    ours = normalized_erasure([[units(s.display, "char") for s in r.steps] for r in results]).value
+    theirs = peers.simulstream_normalized_erasure(_export(run_dir, "simulstream"), "char")
+    assert ours == pytest.approx(theirs)
 
 
 def test_bleu_and_chrf_are_sacrebleus(runs: dict[str, tuple[Path, str, str]]) -> None:

@@ -5,7 +5,8 @@
 For each run directory: `simul export --format simuleval` and `--format simulstream` (into the run
 directory), then SimulEval 1.1.4 (LAAL, AL, DAL, BLEU; its ``--score-only`` code, which prints only 3
 decimals), OmniSTEval 0.1.10 (short-form YAAL and LAAL on the SimulEval log; long-form LAAL and YAAL, with
-re-segmentation, on the simulstream log) and simulstream 1.0.0 (NormalizedErasure in words). Prints a
+re-segmentation, on the simulstream log) and simulstream 1.0.0 (NormalizedErasure in words, on a log
+exported with ``--unit word``). Prints a
 Markdown table: simul's figure, the peer's, and whether they agree to 4 decimals. NE is compared with the
 run's ``ne_display`` (the export is what was displayed), which must have been scored with
 ``--ne-tokenizer word``.
@@ -26,11 +27,14 @@ from simul.metrics.units import target_unit
 from simul.testing import peers
 
 
-def _export(run_dir: Path, fmt: str, key: str) -> Path:
-    result = CliRunner().invoke(app, ["export", str(run_dir), "--format", fmt, "--method", key])
+def _export(run_dir: Path, fmt: str, key: str, *extra: str) -> Path:
+    folder = run_dir / fmt / (key + ("-" + "-".join(x.strip("-") for x in extra) if extra else ""))
+    target = folder / "instances.log" if fmt == "simuleval" else folder
+    args = ["export", str(run_dir), "--format", fmt, "--method", key, "-o", str(target), *extra]
+    result = CliRunner().invoke(app, args)
     if result.exit_code != 0:
         raise SystemExit(result.output)
-    return run_dir / fmt / key
+    return folder
 
 
 def rows(run_dir: Path, method: str) -> list[tuple[str, str, float | None, float | None]]:
@@ -46,7 +50,10 @@ def rows(run_dir: Path, method: str) -> list[tuple[str, str, float | None, float
     simuleval = peers.simuleval_scores(log, unit, tok)
     short = peers.omnisteval_shortform(log, unit)
     long = peers.omnisteval_longform(folder, unit, tok)
-    ne = peers.simulstream_normalized_erasure(folder, "word")
+    # NE in words needs a log whose tokens are words (the default is characters for zh/ja/th)
+    ne = peers.simulstream_normalized_erasure(
+        _export(run_dir, "simulstream", entry["key"], "--unit", "word"), "word"
+    )
     name = run_dir.name
     return [
         (name, "SimulEval LAAL", ours["latency"], simuleval["latency"]),

@@ -11,7 +11,7 @@ from simul.cli.common import err_console, handle_errors
 from simul.errors import SimulError, UsageError
 from simul.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
 from simul.metrics.quality import bleu_tokenizer
-from simul.metrics.units import target_unit
+from simul.metrics.units import TARGET_UNITS, target_unit
 from simul.rundir import load_run, write_atomic
 
 
@@ -25,6 +25,13 @@ def register(app: typer.Typer) -> None:
         ] = "simuleval",
         method: Annotated[
             str | None, typer.Option(help="Method key to export (see run.json). Default: the last method.")
+        ] = None,
+        unit: Annotated[
+            str | None,
+            typer.Option(
+                help="simulstream: token unit of the log, word or char (default: char for zh/ja/th, else "
+                "word). Use word to compare simulstream's NormalizedErasure with --ne-tokenizer word."
+            ),
         ] = None,
         output: Annotated[
             Path | None,
@@ -47,9 +54,13 @@ def register(app: typer.Typer) -> None:
             raise SimulError(f"{run_dir} has no method {key!r}; it has: {', '.join(keys)}")
         results = loaded.results[key]
         tgt = loaded.streams[results[0].stream_id].tgt if results else "en"
-        unit = target_unit(tgt)
+        latency_unit = target_unit(tgt)
         bleu = bleu_tokenizer(tgt)
         if format == "simuleval":
+            if unit is not None:
+                raise UsageError(
+                    "--unit applies to --format simulstream; SimulEval's log uses the target's unit"
+                )
             target = output or run_dir / "simuleval" / key / "instances.log"
             target.parent.mkdir(parents=True, exist_ok=True)
             lines = list(simuleval_lines(results, loaded.streams))
@@ -62,19 +73,22 @@ def register(app: typer.Typer) -> None:
             )
             err_console.print(
                 f"wrote {len(lines)} instances of {key} to {target}\n"
-                f"score with: simuleval --score-only --output {target.parent} --eval-latency-unit {unit} "
+                f"score with: simuleval --score-only --output {target.parent} "
+                f"--eval-latency-unit {latency_unit} "
                 f"--sacrebleu-tokenizer {bleu} --latency-metrics LAAL AL DAL --quality-metrics BLEU"
             )
             return
         folder = output or run_dir / "simulstream" / key
         folder.mkdir(parents=True, exist_ok=True)
-        export = simulstream_export(results, loaded.streams)
+        if unit is not None and unit not in TARGET_UNITS:
+            raise UsageError(f"unknown --unit {unit!r}; choose one of: {', '.join(TARGET_UNITS)}")
+        export = simulstream_export(results, loaded.streams, unit)
         write_atomic(folder / "log.jsonl", export.log)
         write_atomic(folder / "eval.yaml", export.eval_config)
         write_atomic(folder / "segmentation.yaml", export.segmentation)
         write_atomic(folder / "references.txt", export.references)
         write_atomic(folder / "sources.txt", export.sources)
-        char = " --char_level" if unit == "char" else ""
+        char = " --char_level" if export.unit == "char" else ""
         err_console.print(
             f"wrote the simulstream log of {len(results)} streams of {key} to {folder / 'log.jsonl'}\n"
             f"score with: omnisteval longform --hypothesis_format simulstream "
