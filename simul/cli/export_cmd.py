@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         write_atomic(folder / "segmentation.yaml", export.segmentation)
         write_atomic(folder / "references.txt", export.references)
         write_atomic(folder / "sources.txt", export.sources)
-        char = " --char_level" if export.unit == "char" else ""
+        char = " --char_level" if export.unit == "char" else " --word_level"
         err_console.print(
             f"wrote the simulstream log of {len(results)} streams of {key} to {folder / 'log.jsonl'}\n"
             f"score with: omnisteval longform --hypothesis_format simulstream "
