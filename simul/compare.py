@@ -330,10 +330,24 @@ def compare(
             if b_val is None and n_val is None:
                 continue
             rows.append(MetricRow(name, b_val, n_val, info.higher_is_better, thresholds.get(name)))
+        units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))
+        if units:
+            notes.append(f"{label}: figures in different units ({units}); compare those figures with care")
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)
     return Comparison(base_path, new_path, comparisons, reasons, notes, allow_noise)
+
+
+def _unit_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Which units of the count-based figures differ between two methods' counts (runs written before
+    simul recorded a unit show it as unknown)."""
+    out = []
+    for key in ("latency_unit", "target_latency_unit", "ne_unit"):
+        b, n = base.get(key, "unknown"), new.get(key, "unknown")
+        if b != n:
+            out.append(f"{key} {b} vs {n}")
+    return ", ".join(out)
 
 
 def _add_paired_statistics(

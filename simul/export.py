@@ -33,7 +33,9 @@ simul's word NE (an extended last word erases nothing there): export with ``--un
 words. simulstream counts characters with spaces (``list(text)``), simul's ``--ne-tokenizer char``
 without. ``total_audio_processed`` is in seconds: the step's time for timed
 streams; for text streams one source word is written as one millisecond (the format has no word unit), so
-OmniSTEval's millisecond figures read as words. ``computation_time`` is the update's own wall-clock (seconds).
+OmniSTEval's millisecond figures read as words. ``computation_time`` is the update's own wall-clock (seconds;
+0 for a run that records no update times, such as an ingested SSBD reference output: the format requires
+the field).
 Next to the log the export writes what OmniSTEval needs: ``eval.yaml`` (simulstream's ``simuleval``
 detokenizer with the unit), ``segmentation.yaml`` (one segment per stream: offset 0, duration |X|),
 ``references.txt`` and ``sources.txt``.

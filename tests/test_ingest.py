@@ -201,3 +201,36 @@ def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown --format 'xml'" in result.output
+
+
+def test_diff_notes_figures_in_different_units(tmp_path: Path) -> None:
+    a = ingest_fixture("ssbd-ref", tmp_path / "a")
+    b = ingest_fixture("simul", tmp_path / "b")
+    run_file = a / "run.json"
+    run = json.loads(run_file.read_text(encoding="utf-8"))
+    del run["methods"][0]["counts"]["target_latency_unit"]  # as in runs written before units were recorded
+    run_file.write_text(json.dumps(run), encoding="utf-8")
+    diffed = runner.invoke(app, ["diff", str(a), str(b), "--format", "json"])
+    assert diffed.exit_code in (0, 3), diffed.output
+    notes = json.loads(diffed.stdout)["notes"]
+    assert any("target_latency_unit unknown vs word" in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "streams"), [("ssbd-ref", "streams.jsonl"), ("simulstream", "timed_streams.jsonl")]
+)
+def test_exports_ingest_back_to_the_same_figures(fixture: str, streams: str, tmp_path: Path) -> None:
+    run = ingest_fixture(fixture, tmp_path / "run", "--ne-tokenizer", "word")
+    key = json.loads((run / "run.json").read_text(encoding="utf-8"))["methods"][0]["key"]
+    original = metrics(run)
+    for fmt, name in (("simulstream", "log.jsonl"), ("simuleval", "instances.log")):
+        done = runner.invoke(app, ["export", str(run), "--format", fmt])
+        assert done.exit_code == 0, done.output
+        back = metrics(
+            ingest(fmt, run / fmt / key / name, DATA / streams, tmp_path / fmt, "--ne-tokenizer", "word")
+        )
+        for metric in ("bleu", "chrf", "latency", "al", "dal", "yaal"):
+            assert back[metric] == original[metric], (fmt, metric)
+        if fmt == "simulstream":  # the log keeps revisions and update times
+            assert back["ne_display"] == original["ne_display"]
+            assert back["latency_ca"] == original["latency_ca"]

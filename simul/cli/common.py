@@ -91,5 +91,9 @@ CometModelOpt = Annotated[
 ]
 NeTokenizerOpt = Annotated[
     str,
-    typer.Option("--ne-tokenizer", help=f"Tokenizer for NE and latency: {', '.join(NE_TOKENIZER_CHOICES)}."),
+    typer.Option(
+        "--ne-tokenizer",
+        help=f"Unit of NE: {', '.join(NE_TOKENIZER_CHOICES)} (word: whitespace words; char: characters "
+        "without spaces). Latency counts target words (characters for zh/ja) whatever this is.",
+    ),
 ]

@@ -28,7 +28,7 @@ from simul.errors import UsageError
 from simul.evaluation import EvalRequest
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
-from simul.report import methods_table
+from simul.report import methods_table, units_caption
 from simul.sweep import (
     parse_floats,
     parse_ints,
@@ -139,6 +139,7 @@ def register(app: typer.Typer) -> None:
                         comet_available=comet_ok,
                     )
                 )
+            err_console.print(units_caption(rows))
             if not comet_ok:
                 err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
             for path in plots:
