@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from simul.devices import list_devices, resolve_gpu_layers
 from simul.errors import SimulError
 
 Logits = npt.NDArray[np.float32]
@@ -105,14 +106,24 @@ class ModelInfo:
 class LlamaBackend:
     """One llama.cpp model and context, sequence 0 only, with the cache contents tracked as tokens."""
 
-    def __init__(self, model_path: Path, n_ctx: int = 2048, n_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        n_gpu_layers: int | None = None,
+    ) -> None:
         check_gguf(model_path)
         lib = _llama()
         self._lib = lib
         self.model_path = model_path
         self.n_threads = n_threads or default_threads()
+        # None: every layer on the GPU when this llama.cpp build can offload, else none (-1 means all)
+        self.n_gpu_layers = resolve_gpu_layers(n_gpu_layers, lib)
+        self.gpu_offload = bool(lib.llama_supports_gpu_offload())  # type: ignore[attr-defined]
+        self.devices, self.devices_unknown = list_devices(lib)
         mparams = lib.llama_model_default_params()  # type: ignore[attr-defined]
-        mparams.n_gpu_layers = 0
+        mparams.n_gpu_layers = self.n_gpu_layers
         model = lib.llama_model_load_from_file(str(model_path).encode("utf-8"), mparams)  # type: ignore[attr-defined]
         if not model:
             reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
@@ -121,6 +132,7 @@ class LlamaBackend:
                 "architecture this llama-cpp-python does not support" + (f" ({reason})" if reason else "")
             )
         self._model = model
+        self.n_layers = int(lib.llama_model_n_layer(model))  # type: ignore[attr-defined]
         self._vocab = lib.llama_model_get_vocab(model)  # type: ignore[attr-defined]
         self.n_vocab = int(lib.llama_vocab_n_tokens(self._vocab))  # type: ignore[attr-defined]
         n_ctx_train = int(lib.llama_model_n_ctx_train(model))  # type: ignore[attr-defined]
@@ -203,6 +215,20 @@ class LlamaBackend:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown: nothing useful to report
             self.close()
+
+    def describe_hardware(self) -> dict[str, object]:
+        """What a run records about where it ran: the devices llama.cpp reports and the offloaded layers."""
+        offloaded = self.n_layers if self.n_gpu_layers < 0 else min(self.n_gpu_layers, self.n_layers)
+        out: dict[str, object] = {
+            "gpu_offload_supported": self.gpu_offload,
+            "n_gpu_layers": self.n_gpu_layers,
+            "offloaded_layers": offloaded if self.gpu_offload else 0,
+            "n_layers": self.n_layers,
+            "devices": [d.to_json() for d in self.devices],
+        }
+        if self.devices_unknown:
+            out["devices_unknown"] = self.devices_unknown
+        return out
 
     # -- metadata -------------------------------------------------------------------------------------------
 
