@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from simul.devices import list_devices, resolve_gpu_layers
+from simul.backend.devices import list_devices, resolve_gpu_layers
 from simul.errors import SimulError
 
 Logits = npt.NDArray[np.float32]
