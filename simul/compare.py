@@ -77,6 +77,29 @@ def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
     return reasons
 
 
+def hardware_summary(run: Mapping[str, Any]) -> str:
+    """Where a run decoded: its devices (as llama.cpp reports them), GPU layers, threads and parallelism."""
+    env = run.get("environment", {})
+    config = run.get("config", {})
+    hardware = env.get("hardware") or {}
+    devices = hardware.get("devices") or []
+    if devices:
+        names = "; ".join(f"{d.get('name')} {d.get('description')}".strip() for d in devices)
+    else:
+        names = f"CPU {env.get('cpu', '?')}"
+    layers = hardware.get("offloaded_layers", 0)
+    return (
+        f"{names}, {layers} layers offloaded, {env.get('threads', '?')} threads, "
+        f"parallel {config.get('parallel', 1)}"
+    )
+
+
+def hardware_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """A description of both sides when the hardware or the batching differ, else None."""
+    b, n = hardware_summary(base), hardware_summary(new)
+    return None if b == n else f"base: {b}; new: {n}"
+
+
 def pair_methods(
     base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -314,6 +337,13 @@ def compare(
     b_model, n_model = base.run["config"]["model"], new.run["config"]["model"]
     if b_model.get("sha256") != n_model.get("sha256"):
         notes.append(f"different models: {b_model.get('file')} vs {n_model.get('file')}")
+    hardware = hardware_difference(base.run, new.run)
+    if hardware:
+        timing = ", ".join(name for name, info in METRICS.items() if info.timing)
+        notes.append(
+            f"timing metrics ({timing}) were measured on different hardware ({hardware}): their changes say "
+            "nothing about the code"
+        )
     thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
     thresholds.update(max_drop)
     thresholds.update(max_increase)

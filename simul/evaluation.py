@@ -123,6 +123,7 @@ def run_evaluation(
             "max_len_slack": engine.settings.max_len_slack,
             "fuse": engine.settings.fuse,
             "verify_chunk": engine.settings.verify_chunk,
+            "n_gpu_layers": engine.backend.n_gpu_layers,
             "ne_tokenizer": ne_tok,
             "comet_model": request.comet_model,
             "comet_batch_size": request.comet_batch_size,
@@ -131,7 +132,11 @@ def run_evaluation(
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "simul", "version": __version__},
             "config": config,
-            "environment": {**environment(engine.backend.n_threads), "started": now()},
+            "environment": {
+                **environment(engine.backend.n_threads),
+                "hardware": engine.backend.describe_hardware(),
+                "started": now(),
+            },
             "higher_is_better": higher_is_better(),
         }
 
