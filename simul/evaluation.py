@@ -249,6 +249,7 @@ def methods_for(
     baseline: bool,
     ending: str = "keep",
     resync: int = 0,
+    target_bias: float = 0.0,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -258,6 +259,7 @@ def methods_for(
         mask=mask,  # type: ignore[arg-type]
         ending=ending,  # type: ignore[arg-type]
         resync=resync,
+        target_bias=target_bias,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

@@ -35,6 +35,13 @@ class Method:
       previous output (as prompt-lookup decoding does) and propose what followed them as a new draft,
       verified the same way. 0 turns it off.
 
+    * ``target_bias``: the SSBD reference implementation's ``--target-bias-beta``. After the first rejection
+      at draft position d, the token taken from p_d replaces D_d, and decoding then keeps a bias (the same
+      mixture rule, with this beta) toward the rest of the rejected draft, aligned as the reference aligns
+      it: the token after the replacement is biased toward D_d, the next toward D_(d+1), and so on, as if
+      the replacement had been inserted before D_d. The bias ends at the first token that differs from the
+      draft, or at its end. 0 turns it off.
+
     ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
     with ``system`` the name given to them.
     """
@@ -46,6 +53,7 @@ class Method:
     ending: Ending = "keep"
     resync: int = 0
     system: str | None = None
+    target_bias: float = 0.0
 
     def __post_init__(self) -> None:
         if self.name == EXTERNAL:
@@ -54,7 +62,13 @@ class Method:
                     "outputs of another system come in through `simul ingest --name NAME` (NAME: letters, "
                     f"digits, '.', '_' or '-'), got {self.system!r}"
                 )
-            if self.beta is not None or self.mask_k or self.ending != "keep" or self.resync:
+            if (
+                self.beta is not None
+                or self.mask_k
+                or self.ending != "keep"
+                or self.resync
+                or self.target_bias
+            ):
                 raise UsageError("an ingested system's outputs take no decoding options")
             return
         if self.system is not None:
@@ -76,6 +90,12 @@ class Method:
             raise UsageError(f"--ending must be one of {', '.join(ENDINGS)}, got {self.ending!r}")
         if self.resync < 0:
             raise UsageError(f"--resync must be 0 (off) or an n-gram size, got {self.resync}")
+        if not 0.0 <= self.target_bias <= 1.0:
+            raise UsageError(f"--target-bias-beta must be between 0 and 1, got {self.target_bias}")
+        if self.target_bias and self.name != "ssbd":
+            raise UsageError("--target-bias-beta biases decoding toward a rejected draft; only SSBD has one")
+        if self.target_bias and self.resync:
+            raise UsageError("--target-bias-beta and --resync both act on the rest of the draft; choose one")
         if self.name == "rt" and (self.ending != "keep" or self.resync):
             raise UsageError("--ending and --resync act on the draft; RT has none")
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
@@ -99,6 +119,8 @@ class Method:
             base += f"+{self.ending}-ending"
         if self.resync:
             base += f"+resync{self.resync}"
+        if self.target_bias:
+            base += f"+target-bias{self.target_bias:g}"
         return base
 
     @property
@@ -115,6 +137,8 @@ class Method:
             parts.append(f"{self.ending}-ending")
         if self.resync:
             parts.append(f"resync{self.resync}")
+        if self.target_bias:
+            parts.append(f"tb{self.target_bias:g}")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +152,8 @@ class Method:
         }
         if self.system is not None:
             out["system"] = self.system
+        if self.target_bias:  # only when on, so run files written before the option read back unchanged
+            out["target_bias"] = self.target_bias
         return out
 
     @classmethod
@@ -140,4 +166,5 @@ class Method:
             ending=obj.get("ending", "keep"),
             resync=int(obj.get("resync", 0)),
             system=obj.get("system"),
+            target_bias=float(obj.get("target_bias", 0.0)),
         )

@@ -97,6 +97,14 @@ def register(app: typer.Typer) -> None:
                 help="After a divergence, re-draft from the previous output on an n-gram match (0: off)."
             ),
         ] = 0,
+        target_bias_beta: Annotated[
+            float,
+            typer.Option(
+                "--target-bias-beta",
+                help="SSBD: after a rejection, bias decoding toward the rest of the rejected draft with this "
+                "beta (the SSBD reference's --target-bias-beta; 0: off).",
+            ),
+        ] = 0.0,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
@@ -122,7 +130,7 @@ def register(app: typer.Typer) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
-            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
+            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta),
             engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
             limit=limit,
             out=out,

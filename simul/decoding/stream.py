@@ -312,20 +312,40 @@ class StreamDecoder:
             gen.stop = "length"
             return
         rest = draft[d:] if self.method.resync and d < len(draft) else None
-        self._continue(row, gen, rest)
+        target = draft[d:] if self.method.target_bias and d < len(draft) else None
+        self._continue(row, gen, rest, target)
 
-    def _continue(self, row: Logits, gen: _Generation, rest: list[int] | None) -> None:
+    def _continue(
+        self, row: Logits, gen: _Generation, rest: list[int] | None, target: list[int] | None = None
+    ) -> None:
         """Greedy decoding from ``row`` (logits for the next position) until a stop token or the cap.
 
         With re-synchronisation on, ``rest`` is what remains of the previous output after the divergence:
         whenever the last n generated tokens occur in it, what followed them there is verified as a new draft.
+
+        With a target bias (``target``: the rejected draft from D_d on), the first token is the model's own
+        (it replaces D_d); each later token is ``target[j]`` while that is the argmax of the biased mixture
+        (see :func:`accepts`), j advancing by one per kept token, and the bias ends at the first token that
+        differs (the SSBD reference's target sampler).
         """
         backend = self.backend
         n = self.method.resync
         beta = self.method.beta or 0.0
+        target_beta = self.method.target_bias
+        # index into ``target`` of the token the next one is biased toward (None: no bias); -1 for the
+        # replacement of D_d, which is the model's own pick
+        biased = -1 if target else None
         output = gen.output
         while True:
             token = int(np.argmax(row))
+            if target is not None and biased is not None:
+                if biased < 0:
+                    biased = 0
+                elif accepts(row, target[biased], target_beta):
+                    token = target[biased]
+                    biased = biased + 1 if biased + 1 < len(target) else None
+                else:
+                    biased = None
             stop = self._stop_reason(token)
             if stop:
                 gen.stop = stop
