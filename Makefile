@@ -5,23 +5,37 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLAMA_CPP_VERSION ?= 0.3.36
 # The multimodal helper library is not needed; skipping it saves about a minute of compiling.
-LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# GPU builds add their flags: make setup LLAMA_CMAKE_ARGS="-DGGML_CUDA=on" (the wheel cache is keyed on them).
+LLAMA_BASE_CMAKE_ARGS := -DLLAVA_BUILD=OFF
+LLAMA_CMAKE_ARGS ?=
+LLAMA_ALL_CMAKE_ARGS := $(strip $(LLAMA_BASE_CMAKE_ARGS) $(LLAMA_CMAKE_ARGS))
 # COMET needs torch; pin the CPU build that this machine's pip path provides before anything pulls a CUDA one.
 TORCH_SPEC ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 STAMP := $(VENV)/.simul-setup
+# The llama.cpp flags of the installed wheel: rewritten only when they change, so that changing them re-runs set-up.
+LLAMA_ARGS_STAMP := $(VENV)/.simul-llama-cmake-args
 
 .PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile tools/llama_wheel.py
+$(LLAMA_ARGS_STAMP): FORCE
+	@mkdir -p $(VENV)
+	@echo '$(LLAMA_ALL_CMAKE_ARGS)' | cmp -s - $@ || echo '$(LLAMA_ALL_CMAKE_ARGS)' > $@
+
+.PHONY: FORCE
+FORCE:
+
+$(STAMP): pyproject.toml Makefile tools/llama_wheel.py $(LLAMA_ARGS_STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet "$(TORCH_SPEC)"
-	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_CMAKE_ARGS)')" \
-	  && $(PIP) install --quiet "$$wheel"
+	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_ALL_CMAKE_ARGS)')" \
+	  && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
 	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr]"
+	# SimulEval for the golden tests, without its pytest-flake8 (breaks pytest >= 8) and tqdm pin
+	$(PIP) install --quiet --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
 	@touch $@
 	@echo "simul is set up in $(VENV); run: $(BIN)/simul --help"
 

@@ -94,6 +94,29 @@ def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
     return reasons
 
 
+def hardware_summary(run: Mapping[str, Any]) -> str:
+    """Where a run decoded: its devices (as llama.cpp reports them), GPU layers, threads and parallelism."""
+    env = run.get("environment", {})
+    config = run.get("config", {})
+    hardware = env.get("hardware") or {}
+    devices = hardware.get("devices") or []
+    if devices:
+        names = "; ".join(f"{d.get('name')} {d.get('description')}".strip() for d in devices)
+    else:
+        names = f"CPU {env.get('cpu', '?')}"
+    layers = hardware.get("offloaded_layers", 0)
+    return (
+        f"{names}, {layers} layers offloaded, {env.get('threads', '?')} threads, "
+        f"parallel {config.get('parallel', 1)}"
+    )
+
+
+def hardware_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """A description of both sides when the hardware or the batching differ, else None."""
+    b, n = hardware_summary(base), hardware_summary(new)
+    return None if b == n else f"base: {b}; new: {n}"
+
+
 def pair_methods(
     base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -344,6 +367,13 @@ def compare(
     b_model, n_model = base.run["config"]["model"], new.run["config"]["model"]
     if b_model.get("sha256") != n_model.get("sha256"):
         notes.append(f"different models: {b_model.get('file')} vs {n_model.get('file')}")
+    hardware = hardware_difference(base.run, new.run)
+    if hardware:
+        timing = ", ".join(name for name, info in METRICS.items() if info.timing)
+        notes.append(
+            f"timing metrics ({timing}) were measured on different hardware ({hardware}): their changes say "
+            "nothing about the code"
+        )
     thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
     thresholds.update(max_drop)
     thresholds.update(max_increase)
@@ -371,10 +401,24 @@ def compare(
                     new_unreliable=n_timing.reason(n_method["key"], name),
                 )
             )
+        units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))
+        if units:
+            notes.append(f"{label}: figures in different units ({units}); compare those figures with care")
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)
     return Comparison(base_path, new_path, comparisons, reasons, notes, allow_noise)
+
+
+def _unit_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Which units of the count-based figures differ between two methods' counts (runs written before
+    simul recorded a unit show it as unknown)."""
+    out = []
+    for key in ("latency_unit", "target_latency_unit", "ne_unit"):
+        b, n = base.get(key, "unknown"), new.get(key, "unknown")
+        if b != n:
+            out.append(f"{key} {b} vs {n}")
+    return ", ".join(out)
 
 
 def _add_paired_statistics(

@@ -35,6 +35,7 @@ class EngineSettings:
     max_len_slack: int = 10
     fuse: bool = False  # evaluate the rest of the prompt and the draft in one forward pass
     verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
+    n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -61,7 +62,12 @@ class Engine:
         path = settings.model if settings.model is not None else default_model_path()
         self.model_path = path
         self.threads = choose_threads(settings.threads)
-        self.backend = LlamaBackend(path, n_ctx=settings.n_ctx, n_threads=self.threads.threads)
+        self.backend = LlamaBackend(
+            path,
+            n_ctx=settings.n_ctx,
+            n_threads=self.threads.threads,
+            n_gpu_layers=settings.n_gpu_layers,
+        )
         self.backend.warm_up()
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)

@@ -231,6 +231,7 @@ def _evaluate(
             "max_len_slack": engine.settings.max_len_slack,
             "fuse": engine.settings.fuse,
             "verify_chunk": engine.settings.verify_chunk,
+            "n_gpu_layers": engine.backend.n_gpu_layers,
             "ne_tokenizer": ne_tok,
             "comet_model": request.comet_model,
             "comet_batch_size": request.comet_batch_size,
@@ -243,6 +244,7 @@ def _evaluate(
                 **environment(engine.backend.n_threads),
                 "thread_choice": engine.threads.to_json(),
                 "openmp": openmp.record(),
+                "hardware": engine.backend.describe_hardware(),
                 "started": now(),
             },
             "higher_is_better": higher_is_better(),
@@ -372,6 +374,7 @@ def methods_for(
     baseline: bool,
     ending: str = "keep",
     resync: int = 0,
+    target_bias: float = 0.0,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -381,6 +384,7 @@ def methods_for(
         mask=mask,  # type: ignore[arg-type]
         ending=ending,  # type: ignore[arg-type]
         resync=resync,
+        target_bias=target_bias,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

@@ -7,10 +7,11 @@ from typing import Any, Literal
 
 from simul.errors import UsageError
 
-MethodName = Literal["rt", "ssbd", "cd"]
+MethodName = Literal["rt", "ssbd", "cd", "ext"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
-METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")
+METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")  # what simul decodes
+EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
 
@@ -33,6 +34,16 @@ class Method:
     * ``resync``: after the draft diverges, look for the last ``resync`` output tokens in the rest of the
       previous output (as prompt-lookup decoding does) and propose what followed them as a new draft,
       verified the same way. 0 turns it off.
+
+    * ``target_bias``: the SSBD reference implementation's ``--target-bias-beta``. After the first rejection
+      at draft position d, the token taken from p_d replaces D_d, and decoding then keeps a bias (the same
+      mixture rule, with this beta) toward the rest of the rejected draft, aligned as the reference aligns
+      it: the token after the replacement is biased toward D_d, the next toward D_(d+1), and so on, as if
+      the replacement had been inserted before D_d. The bias ends at the first token that differs from the
+      draft, or at its end. 0 turns it off.
+
+    ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
+    with ``system`` the name given to them.
     """
 
     name: MethodName
@@ -41,8 +52,27 @@ class Method:
     mask: MaskMode = "display"
     ending: Ending = "keep"
     resync: int = 0
+    system: str | None = None
+    target_bias: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.name == EXTERNAL:
+            if not self.system or not all(ch.isalnum() or ch in "._-" for ch in self.system):
+                raise UsageError(
+                    "outputs of another system come in through `simul ingest --name NAME` (NAME: letters, "
+                    f"digits, '.', '_' or '-'), got {self.system!r}"
+                )
+            if (
+                self.beta is not None
+                or self.mask_k
+                or self.ending != "keep"
+                or self.resync
+                or self.target_bias
+            ):
+                raise UsageError("an ingested system's outputs take no decoding options")
+            return
+        if self.system is not None:
+            raise UsageError("only ingested outputs (method ext) carry a system name")
         if self.name not in METHOD_NAMES:
             raise UsageError(f"unknown method {self.name!r}; choose one of {', '.join(METHOD_NAMES)}")
         if self.name == "ssbd":
@@ -60,6 +90,12 @@ class Method:
             raise UsageError(f"--ending must be one of {', '.join(ENDINGS)}, got {self.ending!r}")
         if self.resync < 0:
             raise UsageError(f"--resync must be 0 (off) or an n-gram size, got {self.resync}")
+        if not 0.0 <= self.target_bias <= 1.0:
+            raise UsageError(f"--target-bias-beta must be between 0 and 1, got {self.target_bias}")
+        if self.target_bias and self.name != "ssbd":
+            raise UsageError("--target-bias-beta biases decoding toward a rejected draft; only SSBD has one")
+        if self.target_bias and self.resync:
+            raise UsageError("--target-bias-beta and --resync both act on the rest of the draft; choose one")
         if self.name == "rt" and (self.ending != "keep" or self.resync):
             raise UsageError("--ending and --resync act on the draft; RT has none")
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
@@ -74,6 +110,8 @@ class Method:
     @property
     def label(self) -> str:
         """A short, stable name such as ``ssbd(b=0.2)+display-mask3``."""
+        if self.name == EXTERNAL:
+            return f"EXT({self.system})"
         base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
         if self.mask_k:
             base += f"+{self.mask}-mask{self.mask_k}"
@@ -81,11 +119,15 @@ class Method:
             base += f"+{self.ending}-ending"
         if self.resync:
             base += f"+resync{self.resync}"
+        if self.target_bias:
+            base += f"+target-bias{self.target_bias:g}"
         return base
 
     @property
     def key(self) -> str:
         """A file-name-safe identifier, unique per setting."""
+        if self.name == EXTERNAL:
+            return f"ext-{self.system}"
         parts: list[str] = [self.name]
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
@@ -95,10 +137,12 @@ class Method:
             parts.append(f"{self.ending}-ending")
         if self.resync:
             parts.append(f"resync{self.resync}")
+        if self.target_bias:
+            parts.append(f"tb{self.target_bias:g}")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "beta": self.beta,
             "mask_k": self.mask_k,
@@ -106,6 +150,11 @@ class Method:
             "ending": self.ending,
             "resync": self.resync,
         }
+        if self.system is not None:
+            out["system"] = self.system
+        if self.target_bias:  # only when on, so run files written before the option read back unchanged
+            out["target_bias"] = self.target_bias
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Method:
@@ -116,4 +165,6 @@ class Method:
             mask=obj.get("mask", "display"),
             ending=obj.get("ending", "keep"),
             resync=int(obj.get("resync", 0)),
+            system=obj.get("system"),
+            target_bias=float(obj.get("target_bias", 0.0)),
         )

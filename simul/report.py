@@ -76,3 +76,19 @@ def reference_note(methods: Sequence[dict[str, Any]]) -> str | None:
         f"chrF, BLEU and COMET on the {refs} of {streams} streams that have a reference; "
         f"{missing} {'has' if missing == 1 else 'have'} reference: null"
     )
+
+
+def units_caption(methods: Sequence[dict[str, Any]]) -> str:
+    """The footer line that states the units of every count-based figure in a table."""
+    counts = methods[0].get("counts", {}) if methods else {}
+    source = counts.get("latency_unit", "?")
+    target = counts.get("target_latency_unit", "?")
+    ne = counts.get("ne_unit", "?")
+    line = (
+        f"units: LAAL/AL/DAL/YAAL in source {source}, target counted in {target}s (metrics/units.py); "
+        f"CA latencies in ms; NE in {ne} tokens, pooled over streams (ne_mean: mean of per-stream NE)"
+    )
+    missing = counts.get("not_available")
+    if missing:
+        line += f"; not available in these outputs: {', '.join(missing)}"
+    return line

@@ -40,6 +40,12 @@ class Scored:
         return [{"method": r.method.key, **row} for r in self.reports for row in r.per_stream]
 
 
+def not_available(run: Mapping[str, Any]) -> frozenset[str]:
+    """What a run's records lack (set by `simul ingest` in ``config.ingest.not_available``)."""
+    ingest = run.get("config", {}).get("ingest") or {}
+    return frozenset(str(x) for x in ingest.get("not_available", ()))
+
+
 def higher_is_better() -> dict[str, bool]:
     return {name: info.higher_is_better for name, info in METRICS.items()}
 
@@ -51,8 +57,9 @@ def score(
     ne_tokenizer: str,
     comet: CometScorer | None,
     comet_reason: str | None,
+    missing: frozenset[str] = frozenset(),
 ) -> Scored:
-    reports = reports_for(methods, results, streams, ne_tokenizer)
+    reports = reports_for(methods, results, streams, ne_tokenizer, missing)
     signatures: dict[str, Any] = {"ne_tokenizer": ne_tokenizer}
     for report in reports:
         for name, sig in report.extra.get("signatures", {}).items():

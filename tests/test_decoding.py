@@ -329,3 +329,37 @@ def test_pass_counts_match_the_forward_passes(tiny_backend: LlamaBackend, method
     for s in steps:
         if s.stop != "length":
             assert s.decode_passes == s.new_tokens - s.resync_accepted
+
+
+def test_target_bias_follows_the_rejected_draft_shifted_by_one(tiny_backend: LlamaBackend) -> None:
+    """The SSBD reference's alignment: the model's token replaces D_d, then the output follows D_d, D_(d+1),
+    ... (forced here with a target bias of 1), so output[d + 1 + j] == D_(d + j)."""
+    results = run(tiny_backend, Method("ssbd", beta=0.0, target_bias=1.0), make_streams())
+    diverged = 0
+    for result in results:
+        previous: list[int] = []
+        for record in result.steps:
+            draft = previous[: record.draft_tokens]
+            d = record.accepted
+            out = record.output_ids
+            if d < len(draft) and len(out) > d + 1:
+                diverged += 1
+                assert out[d] != draft[d]
+                k = min(len(draft) - d, len(out) - d - 1)
+                assert out[d + 1 : d + 1 + k] == draft[d : d + k]
+            previous = out
+    assert diverged > 0
+
+
+def test_target_bias_is_an_ssbd_option_recorded_in_the_key() -> None:
+    method = Method("ssbd", beta=0.2, target_bias=0.3)
+    assert method.key == "ssbd-b0.2-tb0.3" and method.label == "SSBD(b=0.2)+target-bias0.3"
+    assert Method.from_json(method.to_json()) == method
+    assert "target_bias" not in Method("ssbd", beta=0.2).to_json()  # off: run files read as before
+    assert Method.from_json({"name": "ssbd", "beta": 0.2}).target_bias == 0.0
+    with pytest.raises(SimulError, match="only SSBD"):
+        Method("rt", target_bias=0.2)
+    with pytest.raises(SimulError, match="choose one"):
+        Method("ssbd", beta=0.2, target_bias=0.2, resync=3)
+    with pytest.raises(SimulError, match="between 0 and 1"):
+        Method("ssbd", beta=0.2, target_bias=1.5)

@@ -40,6 +40,7 @@ def _register() -> None:
         diff_cmd,
         eval_cmd,
         export_cmd,
+        ingest_cmd,
         score_cmd,
         show_cmd,
         streams_cmd,
@@ -49,6 +50,7 @@ def _register() -> None:
     eval_cmd.register(app)
     score_cmd.register(app)
     export_cmd.register(app)
+    ingest_cmd.register(app)
     diff_cmd.register(app)
     sweep_cmd.register(app)
     show_cmd.register(app)

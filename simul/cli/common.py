@@ -146,6 +146,14 @@ VerifyChunkOpt = Annotated[
         "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
     ),
 ]
+NGpuLayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--n-gpu-layers",
+        help="Model layers to offload to the GPU (-1: all, 0: CPU only). Default: all when this "
+        "llama-cpp-python build supports GPU offload, else 0.",
+    ),
+]
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an unfinished run in --out.")]
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite/--no-overwrite", help="Replace an existing run in --out.")
@@ -155,5 +163,9 @@ CometModelOpt = Annotated[
 ]
 NeTokenizerOpt = Annotated[
     str,
-    typer.Option("--ne-tokenizer", help=f"Tokenizer for NE and latency: {', '.join(NE_TOKENIZER_CHOICES)}."),
+    typer.Option(
+        "--ne-tokenizer",
+        help=f"Unit of NE: {', '.join(NE_TOKENIZER_CHOICES)} (word: whitespace words; char: characters "
+        "without spaces). Latency counts target words (characters for zh/ja) whatever this is.",
+    ),
 ]

@@ -14,6 +14,7 @@ from simul.cli.common import (
     ModelOpt,
     NCtxOpt,
     NeTokenizerOpt,
+    NGpuLayersOpt,
     OverwriteOpt,
     ResumeOpt,
     TemplateOpt,
@@ -28,7 +29,7 @@ from simul.cpu_usage import TimingNotes
 from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
-from simul.report import methods_table, reference_note
+from simul.report import methods_table, reference_note, units_caption
 from simul.streams.references import references_caption
 
 
@@ -43,6 +44,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             f"{cfg['threads']} threads",
             f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
             f"chrF {outcome.scored.signatures.get('chrf', '-')}",
+            units_caption(rows),
         ]
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:
@@ -101,6 +103,14 @@ def register(app: typer.Typer) -> None:
                 help="After a divergence, re-draft from the previous output on an n-gram match (0: off)."
             ),
         ] = 0,
+        target_bias_beta: Annotated[
+            float,
+            typer.Option(
+                "--target-bias-beta",
+                help="SSBD: after a rejection, bias decoding toward the rest of the rejected draft with this "
+                "beta (the SSBD reference's --target-bias-beta; 0: off).",
+            ),
+        ] = 0.0,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
@@ -112,6 +122,7 @@ def register(app: typer.Typer) -> None:
         n_ctx: NCtxOpt = 2048,
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
+        n_gpu_layers: NGpuLayersOpt = None,
         out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
@@ -125,8 +136,8 @@ def register(app: typer.Typer) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
-            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk),
+            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta),
+            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
             limit=limit,
             out=out,
             resume=resume,

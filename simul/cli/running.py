@@ -103,11 +103,23 @@ def check_engine_options(n_ctx: int, threads: int | None, verify_chunk: int, tem
 
 
 def engine_settings(
-    model: Path | None, template: str, n_ctx: int, threads: int | None, fuse: bool, verify_chunk: int
+    model: Path | None,
+    template: str,
+    n_ctx: int,
+    threads: int | None,
+    fuse: bool,
+    verify_chunk: int,
+    n_gpu_layers: int | None = None,
 ) -> EngineSettings:
     check_engine_options(n_ctx, threads, verify_chunk, template)
     return EngineSettings(
-        model=model, template=template, n_ctx=n_ctx, threads=threads, fuse=fuse, verify_chunk=verify_chunk
+        model=model,
+        template=template,
+        n_ctx=n_ctx,
+        threads=threads,
+        fuse=fuse,
+        verify_chunk=verify_chunk,
+        n_gpu_layers=n_gpu_layers,
     )
 
 

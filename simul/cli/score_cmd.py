@@ -13,10 +13,10 @@ from simul.cpu_usage import TimingNotes
 from simul.errors import SimulError, UsageError
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
-from simul.report import TABLE2_COLUMNS, methods_table, reference_note
+from simul.report import TABLE2_COLUMNS, methods_table, reference_note, units_caption
 from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
 from simul.runlock import RunLock
-from simul.scoring import score
+from simul.scoring import not_available, score
 
 
 def register(app: typer.Typer) -> None:
@@ -70,7 +70,13 @@ def register(app: typer.Typer) -> None:
             if comet is None and require_comet:
                 raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
             scored = score(
-                loaded.methods, loaded.results, loaded.streams, config["ne_tokenizer"], comet, reason
+                loaded.methods,
+                loaded.results,
+                loaded.streams,
+                config["ne_tokenizer"],
+                comet,
+                reason,
+                not_available(loaded.run),
             )
             rows = scored.methods_json()
             if update:
@@ -84,7 +90,7 @@ def register(app: typer.Typer) -> None:
             if not quiet:
                 n_scored = len(loaded.complete)
                 of_total = f" of {len(loaded.streams)}" if n_scored != len(loaded.streams) else ""
-                caption = [f"{n_scored}{of_total} streams from {run_dir}"]
+                caption = [f"{n_scored}{of_total} streams from {run_dir}", units_caption(rows)]
                 note = reference_note(rows)
                 if note:
                     caption.append(note)

@@ -675,5 +675,27 @@ def show_command(
         print_json(stream.to_json())
 
 
+@streams_app.command("export")
+@handle_errors
+def export_command(
+    path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
+    output: OutputOption,
+    format: Annotated[
+        str, typer.Option("--format", help="ssbd-ref: the SSBD reference's stream.jsonl.")
+    ] = "ssbd-ref",
+    limit: LimitOption = None,
+) -> None:
+    """Write streams in another tool's input format (the SSBD reference: `llama-self-spec-bias -f FILE`)."""
+    from simul.ingest.ssbd_ref import stream_lines
+    from simul.rundir import write_atomic
+
+    if format != "ssbd-ref":
+        raise UsageError(f"unknown --format {format!r}; choose one of: ssbd-ref")
+    streams = read_streams(path, limit)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(output, stream_lines(streams))
+    err_console.print(f"wrote {len(streams)} streams to {output} (the SSBD reference's stream.jsonl)")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(streams_app, name="streams")

@@ -14,6 +14,7 @@ from simul.cli.common import (
     ModelOpt,
     NCtxOpt,
     NeTokenizerOpt,
+    NGpuLayersOpt,
     OverwriteOpt,
     ResumeOpt,
     TemplateOpt,
@@ -29,7 +30,7 @@ from simul.errors import UsageError
 from simul.evaluation import EvalRequest, locked_run_dir
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
-from simul.report import methods_table
+from simul.report import methods_table, units_caption
 from simul.sweep import (
     parse_floats,
     parse_ints,
@@ -85,6 +86,7 @@ def register(app: typer.Typer) -> None:
         n_ctx: NCtxOpt = 2048,
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
+        n_gpu_layers: NGpuLayersOpt = None,
         out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
@@ -103,7 +105,7 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk),
+            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
             limit=limit,
             out=out,
             resume=resume,
@@ -144,6 +146,7 @@ def register(app: typer.Typer) -> None:
                         timing=timing,
                     )
                 )
+            err_console.print(units_caption(rows))
             if not comet_ok:
                 err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
             for path in plots:

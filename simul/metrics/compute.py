@@ -14,12 +14,59 @@ from simul.decoding import StepRecord, StreamResult
 from simul.languages import get_language
 from simul.methods import Method
 from simul.metrics.acceptance import acceptance
+from simul.metrics.delays import stream_delays
 from simul.metrics.erasure import normalized_erasure, stream_erasure
-from simul.metrics.latency import finalisation_delays, laal, source_positions
+from simul.metrics.latency import Lagging
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
 from simul.metrics.speed import row_cost, speed, speedup
 from simul.metrics.tokenizers import get_tokenizer
+from simul.metrics.units import source_unit, target_unit
 from simul.streams.format import Stream
+
+# What a run lacks when its outputs came from another system (``simul ingest``), and the figures that need
+# it: those are reported as not available (None), never as zero.
+MISSING_FIELDS: dict[str, tuple[str, ...]] = {
+    "draft": ("ad", "ao", "ideal_speedup", "efficiency", "row_cost", "agreement_rt"),
+    "model_tokens": (
+        "tps",
+        "tps_e2e",
+        "speedup",
+        "speedup_e2e",
+        "ao",
+        "ideal_speedup",
+        "efficiency",
+        "row_cost",
+        "agreement_rt",
+    ),
+    "timing": (
+        "tps",
+        "tps_e2e",
+        "speedup",
+        "speedup_e2e",
+        "efficiency",
+        "row_cost",
+        "p50_update_ms",
+        "p95_update_ms",
+        "latency_ca",
+        "al_ca",
+        "dal_ca",
+        "yaal_ca",
+    ),
+    # append-only outputs (SimulEval's instances.log) cannot show an erasure
+    "revisions": ("ne", "ne_display", "ne_mean", "ne_display_mean"),
+}
+_MISSING_COUNTS: dict[str, tuple[str, ...]] = {
+    "draft": ("draft_tokens", "accepted_tokens", "resync_drafted", "resync_accepted", "frozen_steps"),
+    "model_tokens": ("output_tokens", "verify_rows", "decode_passes"),
+    "timing": (
+        "gen_seconds",
+        "prompt_seconds",
+        "prompt_eval_seconds",
+        "verify_seconds",
+        "decode_seconds",
+    ),
+    "revisions": ("erased_tokens", "erased_display_tokens"),
+}
 
 
 @dataclass
@@ -36,6 +83,12 @@ def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the values that exist, rounded to 4 decimals (None when none does)."""
+    present = [v for v in values if v is not None]
+    return round(sum(present) / len(present), 4) if present else None
+
+
 def method_report(
     method: Method,
     results: Sequence[StreamResult],
@@ -44,8 +97,10 @@ def method_report(
     rt_results: Mapping[str, StreamResult] | None = None,
     rt_tps: float | None = None,
     rt_tps_e2e: float | None = None,
+    missing: frozenset[str] = frozenset(),
 ) -> MethodReport:
-    """Metrics of one method over its stream results (COMET is added separately)."""
+    """Metrics of one method over its stream results (COMET is added separately); ``missing`` names what
+    the records do not hold (keys of MISSING_FIELDS), whose figures become None."""
     tokenize = get_tokenizer(ne_tokenizer)
     all_steps: list[StepRecord] = [s for r in results for s in r.steps]
     acc = acceptance((s.drafted_total, s.accepted_total, len(s.output_ids)) for s in all_steps)
@@ -63,6 +118,7 @@ def method_report(
     refs = [streams[r.stream_id].references for r in with_ref]
     tgt = streams[results[0].stream_id].tgt if results else "en"
     src_lang = get_language(streams[results[0].stream_id].src) if results else get_language("en")
+    timed = all(s.time_ms is not None for s in all_steps)
     bleu = chrf = None
     signatures: dict[str, str] = {}
     if with_ref:
@@ -72,17 +128,14 @@ def method_report(
         signatures = {"bleu": b.signature, "chrf": c.signature}
 
     per_stream: list[dict[str, Any]] = []
-    lags: list[float] = []
+    lags: list[Lagging] = []
+    lags_aware: list[Lagging] = []
     for result, raw, disp in zip(results, raw_tok, disp_tok, strict=True):
         stream = streams[result.stream_id]
-        positions = source_positions(
-            [s.source for s in result.steps], [s.time_ms for s in result.steps], src_lang.unspaced
-        )
-        # LAAL's reference length (like COMET) uses the first reference
-        ref_len = len(tokenize(stream.reference)) if stream.reference else 0
-        lag = laal(finalisation_delays(disp, positions), positions[-1], ref_len)
-        if lag is not None:
-            lags.append(lag)
+        delays = stream_delays(result, stream)
+        lag = delays.lagging()
+        lags.append(lag)
+        lags_aware.append(delays.lagging_aware())
         erased, final_len = stream_erasure(raw)
         erased_d, _ = stream_erasure(disp)
         row: dict[str, Any] = {
@@ -90,12 +143,15 @@ def method_report(
             "chrf": round(sentence_chrf(result.final_output, stream.references), 4)
             if stream.reference
             else None,
-            "erased": erased,
-            "erased_display": erased_d,
+            "erased": None if "revisions" in missing else erased,
+            "erased_display": None if "revisions" in missing else erased_d,
             "final_tokens": final_len,
-            "latency": _round(lag, 4),
-            "accepted": sum(s.accepted_total for s in result.steps),
-            "output_tokens": sum(len(s.output_ids) for s in result.steps),
+            "latency": _round(lag.laal, 4),
+            "yaal": _round(lag.yaal, 4),
+            "accepted": None if "draft" in missing else sum(s.accepted_total for s in result.steps),
+            "output_tokens": None
+            if "model_tokens" in missing
+            else sum(len(s.output_ids) for s in result.steps),
             "steps": len(result.steps),
         }
         per_stream.append(row)
@@ -129,6 +185,8 @@ def method_report(
         "chrf": _round(chrf, 4),
         "ne": round(ne.value, 4),
         "ne_display": round(ne_display.value, 4),
+        "ne_mean": round(ne.mean, 4),
+        "ne_display_mean": round(ne_display.mean, 4),
         "ad": _round(acc.ad, 2),
         "ao": round(acc.ao, 2),
         "tps": round(spd.tps, 2),
@@ -138,7 +196,14 @@ def method_report(
         "ideal_speedup": _round(ideal, 3),
         "efficiency": _round(efficiency, 3),
         "row_cost": _round(cost, 3),
-        "latency": _round(sum(lags) / len(lags), 4) if lags else None,
+        "latency": _mean([lag.laal for lag in lags]),
+        "al": _mean([lag.al for lag in lags]),
+        "dal": _mean([lag.dal for lag in lags]),
+        "yaal": _mean([lag.yaal for lag in lags]),
+        "latency_ca": _mean([lag.laal for lag in lags_aware]),
+        "al_ca": _mean([lag.al for lag in lags_aware]),
+        "dal_ca": _mean([lag.dal for lag in lags_aware]),
+        "yaal_ca": _mean([lag.yaal for lag in lags_aware]),
         "p50_update_ms": round(spd.p50_update_ms, 2),
         "p95_update_ms": round(spd.p95_update_ms, 2),
         "agreement_rt": _round(agreement, 2),
@@ -167,10 +232,18 @@ def method_report(
             1 for s in all_steps if s.draft_tokens and s.accepted == s.draft_tokens and s.new_tokens == 0
         ),
         "signatures": signatures,
-        "latency_unit": "ms"
-        if all(s.time_ms is not None for s in all_steps) and all_steps
-        else ("chars" if src_lang.unspaced else "words"),
+        "latency_unit": source_unit(src_lang.short, bool(all_steps) and timed),
+        "target_latency_unit": target_unit(tgt),
+        "latency_ca_unit": "ms",
+        "ne_unit": ne_tokenizer,
     }
+    for field_name in missing:
+        for name in MISSING_FIELDS.get(field_name, ()):
+            metrics[name] = None
+        for name in _MISSING_COUNTS.get(field_name, ()):
+            extra[name] = None
+    if missing:
+        extra["not_available"] = sorted(missing)
     return MethodReport(method=method, metrics=metrics, per_stream=per_stream, extra=extra)
 
 
@@ -179,6 +252,7 @@ def reports_for(
     results: Mapping[str, list[StreamResult]],
     streams: Mapping[str, Stream],
     ne_tokenizer: str,
+    missing: frozenset[str] = frozenset(),
 ) -> list[MethodReport]:
     """Reports for every method; RT (when present) is computed first so the others get their speedup."""
     by_key = {m.key: m for m in methods}
@@ -187,7 +261,7 @@ def reports_for(
     rt_report = None
     rt_map = None
     if rt_key is not None:
-        rt_report = method_report(by_key[rt_key], results[rt_key], streams, ne_tokenizer)
+        rt_report = method_report(by_key[rt_key], results[rt_key], streams, ne_tokenizer, missing=missing)
         rt_map = {r.stream_id: r for r in results[rt_key]}
     reports = []
     for method in methods:
@@ -203,6 +277,7 @@ def reports_for(
                 rt_results=rt_map,
                 rt_tps=rt_report.metrics["tps"] if rt_report else None,
                 rt_tps_e2e=rt_report.metrics["tps_e2e"] if rt_report else None,
+                missing=missing,
             )
         )
     return reports

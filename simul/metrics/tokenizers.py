@@ -4,6 +4,10 @@ The SSBD paper computes NE on outputs tokenized by sacrebleu's Flores-101 Senten
 downloaded by sacrebleu on first use, so it is used only when its file is already present locally
 (``$SACREBLEU/models/sacrebleu_tokenizer_spm.model``); otherwise the target language's own sacrebleu
 tokenizer is used (zh, ja-mecab, 13a). The name of the tokenizer used is recorded with every figure.
+
+Two units need no tokenizer model: ``word`` (whitespace-separated words, ``text.split()``: the unit of
+simulstream's ``NormalizedErasure`` with ``--latency-unit word``) and ``char`` (characters without spaces,
+sacrebleu's character tokenizer).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from simul.languages import get_language
 
 Tokenize = Callable[[str], list[str]]
 
-NE_TOKENIZER_CHOICES = ("auto", "flores101", "13a", "intl", "zh", "ja-mecab", "char")
+NE_TOKENIZER_CHOICES = ("auto", "flores101", "13a", "intl", "zh", "ja-mecab", "word", "char")
 
 
 def flores101_model_path() -> Path:
@@ -84,9 +88,15 @@ def _sacrebleu_tokenizer(name: str) -> Callable[[str], str]:
     raise SimulError(f"unknown tokenizer {name!r}; choose one of {', '.join(NE_TOKENIZER_CHOICES[1:])}")
 
 
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
 @lru_cache(maxsize=16)
 def get_tokenizer(name: str) -> Tokenize:
-    """A function from text to a list of tokens, for a sacrebleu tokenizer name."""
+    """A function from text to a list of tokens, for a sacrebleu tokenizer name or ``word``."""
+    if name == "word":
+        return _words
     sacre = _sacrebleu_tokenizer(name)
 
     def tokenize(text: str) -> list[str]:

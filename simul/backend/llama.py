@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from simul.backend.devices import list_devices, resolve_gpu_layers
 from simul.errors import SimulError
 from simul.openmp import choose_wait_policy
 from simul.threads import default_threads
@@ -99,14 +100,24 @@ class ModelInfo:
 class LlamaBackend:
     """One llama.cpp model and context, sequence 0 only, with the cache contents tracked as tokens."""
 
-    def __init__(self, model_path: Path, n_ctx: int = 2048, n_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        n_gpu_layers: int | None = None,
+    ) -> None:
         check_gguf(model_path)
         lib = _llama()
         self._lib = lib
         self.model_path = model_path
         self.n_threads = n_threads or default_threads()
+        # None: every layer on the GPU when this llama.cpp build can offload, else none (-1 means all)
+        self.n_gpu_layers = resolve_gpu_layers(n_gpu_layers, lib)
+        self.gpu_offload = bool(lib.llama_supports_gpu_offload())  # type: ignore[attr-defined]
+        self.devices, self.devices_unknown = list_devices(lib)
         mparams = lib.llama_model_default_params()  # type: ignore[attr-defined]
-        mparams.n_gpu_layers = 0
+        mparams.n_gpu_layers = self.n_gpu_layers
         model = lib.llama_model_load_from_file(str(model_path).encode("utf-8"), mparams)  # type: ignore[attr-defined]
         if not model:
             reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
@@ -115,6 +126,7 @@ class LlamaBackend:
                 "architecture this llama-cpp-python does not support" + (f" ({reason})" if reason else "")
             )
         self._model = model
+        self.n_layers = int(lib.llama_model_n_layer(model))  # type: ignore[attr-defined]
         self._vocab = lib.llama_model_get_vocab(model)  # type: ignore[attr-defined]
         self.n_vocab = int(lib.llama_vocab_n_tokens(self._vocab))  # type: ignore[attr-defined]
         n_ctx_train = int(lib.llama_model_n_ctx_train(model))  # type: ignore[attr-defined]
@@ -154,6 +166,10 @@ class LlamaBackend:
         for i in range(cap):
             self._batch.seq_id[i][0] = 0
         self.cache: list[int] = []
+        # The canonical start state (see start_from): the prefix last evaluated there, and how many leading
+        # cache positions still hold it exactly as that evaluation left them.
+        self._canonical: list[int] = []
+        self._canonical_len = 0
         self._pieces: dict[int, bytes] = {}
         self._tokens: OrderedDict[tuple[str, bool, bool], tuple[int, ...]] = OrderedDict()
         self._eog: dict[int, bool] = {}
@@ -193,6 +209,20 @@ class LlamaBackend:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown: nothing useful to report
             self.close()
+
+    def describe_hardware(self) -> dict[str, object]:
+        """What a run records about where it ran: the devices llama.cpp reports and the offloaded layers."""
+        offloaded = self.n_layers if self.n_gpu_layers < 0 else min(self.n_gpu_layers, self.n_layers)
+        out: dict[str, object] = {
+            "gpu_offload_supported": self.gpu_offload,
+            "n_gpu_layers": self.n_gpu_layers,
+            "offloaded_layers": offloaded if self.gpu_offload else 0,
+            "n_layers": self.n_layers,
+            "devices": [d.to_json() for d in self.devices],
+        }
+        if self.devices_unknown:
+            out["devices_unknown"] = self.devices_unknown
+        return out
 
     # -- metadata -------------------------------------------------------------------------------------------
 
@@ -282,7 +312,29 @@ class LlamaBackend:
             self.reset()
             return False
         del self.cache[n:]
+        self._canonical_len = min(self._canonical_len, n)
         return True
+
+    def start_from(self, prefix: Sequence[int]) -> None:
+        """Bring the cache to the canonical start state of a stream: exactly ``prefix``, evaluated on its own
+        in one forward pass from an empty cache.
+
+        llama.cpp's keys and values (and so the logits after them) differ in the last bits with the shape of
+        the batch that computed them, so a prompt prefix kept from another stream's evaluation is not the
+        same state as the prefix evaluated afresh, and greedy choices at near-ties flip. Starting every
+        stream from this one state makes its outputs a function of the stream alone: whatever ran before,
+        the prefix is either the very evaluation kept (truncated back to it, which is exact) or the same
+        evaluation made again.
+        """
+        prefix = list(prefix)
+        n = len(prefix)
+        if self._canonical == prefix and self._canonical_len == n and self.truncate(n):
+            return
+        self.reset()
+        if prefix:
+            self.eval(prefix, logits_from=None)
+        self._canonical = prefix
+        self._canonical_len = n
 
     def reuse_prefix(self, tokens: Sequence[int], keep_last: bool = True) -> int:
         """Keep the longest common prefix of the cache and ``tokens``; returns how many positions were kept.
@@ -310,6 +362,7 @@ class LlamaBackend:
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)  # type: ignore[attr-defined]
         self.cache.clear()
+        self._canonical_len = 0
 
     def eval(self, tokens: Sequence[int], logits_from: int | None = None) -> Logits | None:
         """Append ``tokens`` to the cache in one forward pass.

@@ -1,4 +1,4 @@
-"""The decoders of SPEC "Decoding one stream": RT, SSBD(beta), CD, output mask-k and display-only mask-k.
+"""The stream decoder (SPEC "Decoding one stream"): RT, SSBD(beta), CD, output and display-only mask-k.
 
 All are greedy. Each step builds the prompt for the current source prefix, keeps the longest common token
 prefix of the KV cache, evaluates the rest of the prompt, and then:
@@ -19,143 +19,24 @@ starts after it and includes the verification pass.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from simul.backend import ContextOverflowError, LlamaBackend, Logits
+from simul.decoding.acceptance import accepts
+from simul.decoding.drafts import find_ngram, is_ending_piece
+from simul.decoding.records import StepRecord, StreamResult
+from simul.display.mask import hide_last
 from simul.errors import SimulError
 from simul.languages import get_language
 from simul.methods import Method
 from simul.streams.format import Stream
 from simul.templates import Prompt, Template
 from simul.text import complete_prefix, decode_text
-
-
-@dataclass
-class StepRecord:
-    """Everything that happened at one step of one stream under one method."""
-
-    step: int
-    source: str
-    final: bool
-    time_ms: float | None
-    prompt_tokens: int  # length of the prompt in tokens
-    reused_tokens: int  # prompt positions whose KV was kept from the previous sequence
-    processed_tokens: int  # prompt positions evaluated at this step
-    draft_tokens: int  # m: length of the draft offered for verification (0 for RT and the first step)
-    accepted: int  # d: draft tokens kept
-    output_ids: list[int]  # Y^t, model tokens without the stop token
-    output: str  # Y^t as text
-    display: str  # what the viewer sees at this step (masked at non-final steps)
-    accepted_chars: int  # characters of ``output`` that came from accepted draft tokens
-    stop: str  # why decoding stopped: eog, newline, length
-    t_prompt: float  # seconds
-    t_gen: float  # seconds, verification included
-    # beyond the paper (see Method): sentence-final draft tokens reopened or verified without bias, and the
-    # drafts proposed by re-synchronisation after a divergence
-    ending_tokens: int = 0
-    resync_drafted: int = 0
-    resync_accepted: int = 0
-    # where the time went, in seconds: forward passes over the prompt, over drafts (verification, and CD's
-    # re-encoding of its draft), and one token at a time (decoding); the rest of t_prompt + t_gen is Python
-    t_prompt_eval: float = 0.0
-    t_verify: float = 0.0
-    t_decode: float = 0.0
-    # how many draft positions went through draft passes (in t_verify) and how many one-token passes ran (in
-    # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
-    verify_rows: int = 0
-    decode_passes: int = 0
-
-    @property
-    def new_tokens(self) -> int:
-        return len(self.output_ids) - self.accepted
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "source": self.source,
-            "final": self.final,
-            "time_ms": self.time_ms,
-            "prompt_tokens": self.prompt_tokens,
-            "reused_tokens": self.reused_tokens,
-            "processed_tokens": self.processed_tokens,
-            "draft_tokens": self.draft_tokens,
-            "accepted": self.accepted,
-            "output_ids": self.output_ids,
-            "output": self.output,
-            "display": self.display,
-            "accepted_chars": self.accepted_chars,
-            "stop": self.stop,
-            "t_prompt": round(self.t_prompt, 6),
-            "t_gen": round(self.t_gen, 6),
-            "ending_tokens": self.ending_tokens,
-            "resync_drafted": self.resync_drafted,
-            "resync_accepted": self.resync_accepted,
-            "t_prompt_eval": round(self.t_prompt_eval, 6),
-            "t_verify": round(self.t_verify, 6),
-            "t_decode": round(self.t_decode, 6),
-            "verify_rows": self.verify_rows,
-            "decode_passes": self.decode_passes,
-        }
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> StepRecord:
-        fields = cls.__dataclass_fields__
-        missing = [n for n, f in fields.items() if n not in obj and f.default is dataclasses.MISSING]
-        if missing:
-            raise KeyError(f"missing field(s) {', '.join(missing)}")
-        return cls(**{name: obj[name] for name in fields if name in obj})
-
-    @property
-    def drafted_total(self) -> int:
-        """Draft tokens offered for verification at this step, re-synchronised drafts included."""
-        return self.draft_tokens + self.resync_drafted
-
-    @property
-    def accepted_total(self) -> int:
-        """Output tokens that came from a verified draft rather than one-by-one decoding."""
-        return self.accepted + self.resync_accepted
-
-
-@dataclass
-class StreamResult:
-    """The steps of one stream decoded by one method."""
-
-    stream_id: str
-    method: Method
-    steps: list[StepRecord] = field(default_factory=list)
-
-    @property
-    def final_output(self) -> str:
-        return self.steps[-1].output if self.steps else ""
-
-
-def accepts(row: Logits, token: int, beta: float) -> bool:
-    """True when ``token`` is the argmax of (1 - beta) * softmax(row) + beta * onehot(token); ties accept.
-
-    Equivalent test without building the mixture: with q = softmax(row) and b the best other token,
-    accept iff (1 - beta) * q[token] + beta >= (1 - beta) * q[b], i.e. q[b] - q[token] <= beta / (1 - beta).
-    The softmax normaliser is only computed when the draft token is not already the argmax.
-    """
-    best = int(np.argmax(row))
-    if best == token:
-        return True
-    top = float(row[best])
-    own = float(row[token])
-    if own >= top:  # an exact tie with the argmax
-        return True
-    if beta <= 0.0:
-        return False
-    if beta >= 0.5:  # q[b] - q[token] <= 1 <= beta / (1 - beta)
-        return True
-    z = float(np.exp(row - np.float32(top)).sum(dtype=np.float64))
-    gap = (1.0 - np.exp(own - top)) / z  # q[best] - q[token]
-    return bool(gap <= beta / (1.0 - beta))
 
 
 class StreamDecoder:
@@ -205,6 +86,13 @@ class StreamDecoder:
             + backend.tokenize(prompt.after, parse_special=True)
         )
 
+    def start_prefix(self, stream: Stream) -> list[int]:
+        """The tokens every stream of this language pair starts from: the template text before the source,
+        without its last token (which may merge with the source's first word in the prompt's tokenization).
+        """
+        before = self.prompt_for(stream, "").before
+        return self.backend.tokenize(before, add_special=True, parse_special=True)[:-1]
+
     def max_output_tokens(self, source: str) -> int:
         """The length cap: ``max_len_ratio`` times the source's token count plus ``max_len_slack``."""
         n_src = len(self.backend.tokenize(source))
@@ -226,6 +114,9 @@ class StreamDecoder:
 
     def decode(self, stream: Stream) -> StreamResult:
         result = StreamResult(stream_id=stream.id, method=self.method)
+        # Every stream starts from the same state, whatever ran before (see LlamaBackend.start_from); within
+        # the stream, each step keeps what it can of the previous step's cache.
+        self.backend.start_from(self.start_prefix(stream))
         draft: list[int] = []
         for index, step in enumerate(stream.steps):
             record = self.decode_step(stream, index, draft if self.method.uses_draft else [])
@@ -233,7 +124,7 @@ class StreamDecoder:
             output = record.output_ids
             k = self.method.mask_k
             if k and self.method.mask == "output" and not step.final:
-                draft = output[: max(0, len(output) - k)]
+                draft = hide_last(output, k)
             else:
                 draft = list(output)
         return result
@@ -295,7 +186,7 @@ class StreamDecoder:
         data = backend.detokenize(output)
         text = decode_text(data)
         k = method.mask_k
-        shown = output if (step.final or not k) else output[: max(0, len(output) - k)]
+        shown = output if (step.final or not k) else hide_last(output, k)
         display = text if shown is output else decode_text(backend.detokenize(shown))
         return StepRecord(
             step=index,
@@ -421,20 +312,40 @@ class StreamDecoder:
             gen.stop = "length"
             return
         rest = draft[d:] if self.method.resync and d < len(draft) else None
-        self._continue(row, gen, rest)
+        target = draft[d:] if self.method.target_bias and d < len(draft) else None
+        self._continue(row, gen, rest, target)
 
-    def _continue(self, row: Logits, gen: _Generation, rest: list[int] | None) -> None:
+    def _continue(
+        self, row: Logits, gen: _Generation, rest: list[int] | None, target: list[int] | None = None
+    ) -> None:
         """Greedy decoding from ``row`` (logits for the next position) until a stop token or the cap.
 
         With re-synchronisation on, ``rest`` is what remains of the previous output after the divergence:
         whenever the last n generated tokens occur in it, what followed them there is verified as a new draft.
+
+        With a target bias (``target``: the rejected draft from D_d on), the first token is the model's own
+        (it replaces D_d); each later token is ``target[j]`` while that is the argmax of the biased mixture
+        (see :func:`accepts`), j advancing by one per kept token, and the bias ends at the first token that
+        differs (the SSBD reference's target sampler).
         """
         backend = self.backend
         n = self.method.resync
         beta = self.method.beta or 0.0
+        target_beta = self.method.target_bias
+        # index into ``target`` of the token the next one is biased toward (None: no bias); -1 for the
+        # replacement of D_d, which is the model's own pick
+        biased = -1 if target else None
         output = gen.output
         while True:
             token = int(np.argmax(row))
+            if target is not None and biased is not None:
+                if biased < 0:
+                    biased = 0
+                elif accepts(row, target[biased], target_beta):
+                    token = target[biased]
+                    biased = biased + 1 if biased + 1 < len(target) else None
+                else:
+                    biased = None
             stop = self._stop_reason(token)
             if stop:
                 gen.stop = stop
@@ -490,22 +401,3 @@ def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:
     lead = len(decoded) - len(decoded.lstrip())
     acc = len(complete_prefix(accepted).decode("utf-8", errors="replace"))
     return max(0, min(len(text), acc - lead))
-
-
-# Sentence-final punctuation and the closing quotes and brackets that may follow it.
-ENDING_CHARS = frozenset(".!?\u3002\uff01\uff1f\u2026\"'\u201c\u201d\u300d\u300f)\uff09]\u00bb")
-
-
-def is_ending_piece(piece: bytes) -> bool:
-    text = piece.decode("utf-8", errors="ignore").strip()
-    return bool(text) and all(ch in ENDING_CHARS for ch in text)
-
-
-def find_ngram(haystack: Sequence[int], needle: Sequence[int]) -> int:
-    """Index of the first occurrence of ``needle`` in ``haystack``, or -1."""
-    n = len(needle)
-    first = needle[0]
-    for i in range(len(haystack) - n + 1):
-        if haystack[i] == first and list(haystack[i : i + n]) == list(needle):
-            return i
-    return -1

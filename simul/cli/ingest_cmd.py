@@ -1,0 +1,97 @@
+"""`simul ingest FILE --format ... --streams STREAMS --out DIR`: score another system's streaming outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simul.cli.common import (
+    CometModelOpt,
+    NeTokenizerOpt,
+    OverwriteOpt,
+    err_console,
+    handle_errors,
+    print_json,
+)
+from simul.ingest.run import INGEST_FORMATS, IngestRequest, ingest
+from simul.metrics.comet import DEFAULT_COMET_MODEL
+from simul.report import methods_table, units_caption
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ingest")
+    @handle_errors
+    def ingest_command(
+        path: Annotated[Path, typer.Argument(help="The system's per-update outputs.")],
+        format: Annotated[
+            str,
+            typer.Option(
+                "--format",
+                help="ssbd-ref (llama-self-spec-bias -o), simulstream (metrics log), "
+                "simuleval (instances.log) "
+                "or simul (a stream file with an 'outputs' list per stream).",
+            ),
+        ],
+        streams: Annotated[
+            Path, typer.Option("--streams", help="Stream file with the sources and references, joined by id.")
+        ],
+        out: Annotated[Path, typer.Option("--out", help="The run directory to write.")],
+        name: Annotated[
+            str | None,
+            typer.Option(help="Name of the system (the method key is ext-NAME). Default: the file stem."),
+        ] = None,
+        unit: Annotated[
+            str | None,
+            typer.Option(
+                help="simulstream: token unit of its simuleval detokenizer (word, char, spm; default word); "
+                "simuleval: the log's latency unit (word, char; default by target language)."
+            ),
+        ] = None,
+        ne_tokenizer: NeTokenizerOpt = "auto",
+        comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
+        overwrite: OverwriteOpt = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    ) -> None:
+        """Score outputs simul did not decode: write a complete run directory that score, diff, show and
+        export read like any other."""
+        outcome = ingest(
+            IngestRequest(
+                path=path,
+                format=format,
+                streams_path=streams,
+                out=out,
+                name=name,
+                unit=unit,
+                ne_tokenizer=ne_tokenizer,
+                comet_model=comet_model,
+                overwrite=overwrite,
+            )
+        )
+        rows = outcome.scored.methods_json()
+        if not quiet:
+            caption = [
+                f"{outcome.streams} streams from {path} ({format}); run directory: {out}",
+                units_caption(rows),
+            ]
+            if outcome.left_out:
+                caption.append(
+                    f"{outcome.left_out} streams of {streams} have no outputs in {path} (left out)"
+                )
+            if not outcome.scored.comet.get("available"):
+                caption.append(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
+            err_console.print(
+                methods_table(
+                    rows,
+                    title="simul ingest",
+                    caption="\n".join(caption),
+                    comet_available=bool(outcome.scored.comet.get("available")),
+                )
+            )
+        if as_json:
+            print_json({"methods": rows, "run_dir": str(out), "signatures": outcome.scored.signatures})
+
+
+__all__ = ["INGEST_FORMATS", "register"]

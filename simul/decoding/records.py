@@ -1,0 +1,108 @@
+"""What decoding produces: one record per step of a stream, and the steps of a stream under one method."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from simul.methods import Method
+
+
+@dataclass
+class StepRecord:
+    """Everything that happened at one step of one stream under one method."""
+
+    step: int
+    source: str
+    final: bool
+    time_ms: float | None
+    prompt_tokens: int  # length of the prompt in tokens
+    reused_tokens: int  # prompt positions whose KV was kept from the previous sequence
+    processed_tokens: int  # prompt positions evaluated at this step
+    draft_tokens: int  # m: length of the draft offered for verification (0 for RT and the first step)
+    accepted: int  # d: draft tokens kept
+    output_ids: list[int]  # Y^t, model tokens without the stop token
+    output: str  # Y^t as text
+    display: str  # what the viewer sees at this step (masked at non-final steps)
+    accepted_chars: int  # characters of ``output`` that came from accepted draft tokens
+    stop: str  # why decoding stopped: eog, newline, length
+    t_prompt: float  # seconds
+    t_gen: float  # seconds, verification included
+    # beyond the paper (see Method): sentence-final draft tokens reopened or verified without bias, and the
+    # drafts proposed by re-synchronisation after a divergence
+    ending_tokens: int = 0
+    resync_drafted: int = 0
+    resync_accepted: int = 0
+    # where the time went, in seconds: forward passes over the prompt, over drafts (verification, and CD's
+    # re-encoding of its draft), and one token at a time (decoding); the rest of t_prompt + t_gen is Python
+    t_prompt_eval: float = 0.0
+    t_verify: float = 0.0
+    t_decode: float = 0.0
+    # how many draft positions went through draft passes (in t_verify) and how many one-token passes ran (in
+    # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
+    verify_rows: int = 0
+    decode_passes: int = 0
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.output_ids) - self.accepted
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "source": self.source,
+            "final": self.final,
+            "time_ms": self.time_ms,
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
+            "processed_tokens": self.processed_tokens,
+            "draft_tokens": self.draft_tokens,
+            "accepted": self.accepted,
+            "output_ids": self.output_ids,
+            "output": self.output,
+            "display": self.display,
+            "accepted_chars": self.accepted_chars,
+            "stop": self.stop,
+            "t_prompt": round(self.t_prompt, 6),
+            "t_gen": round(self.t_gen, 6),
+            "ending_tokens": self.ending_tokens,
+            "resync_drafted": self.resync_drafted,
+            "resync_accepted": self.resync_accepted,
+            "t_prompt_eval": round(self.t_prompt_eval, 6),
+            "t_verify": round(self.t_verify, 6),
+            "t_decode": round(self.t_decode, 6),
+            "verify_rows": self.verify_rows,
+            "decode_passes": self.decode_passes,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> StepRecord:
+        fields = cls.__dataclass_fields__
+        missing = [n for n, f in fields.items() if n not in obj and f.default is dataclasses.MISSING]
+        if missing:
+            raise KeyError(f"missing field(s) {', '.join(missing)}")
+        return cls(**{name: obj[name] for name in fields if name in obj})
+
+    @property
+    def drafted_total(self) -> int:
+        """Draft tokens offered for verification at this step, re-synchronised drafts included."""
+        return self.draft_tokens + self.resync_drafted
+
+    @property
+    def accepted_total(self) -> int:
+        """Output tokens that came from a verified draft rather than one-by-one decoding."""
+        return self.accepted + self.resync_accepted
+
+
+@dataclass
+class StreamResult:
+    """The steps of one stream decoded by one method."""
+
+    stream_id: str
+    method: Method
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def final_output(self) -> str:
+        return self.steps[-1].output if self.steps else ""

@@ -1,0 +1,1 @@
+"""What the viewer sees at each step, given the outputs so far (display policies)."""

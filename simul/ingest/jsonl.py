@@ -1,0 +1,50 @@
+"""Reading a JSONL file line by line with errors that name the file and the line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from simul.errors import SimulError
+from simul.streams.format import json_error
+
+
+def read_objects(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(``file:line``, object) for every non-blank line; anything but a JSON object is an error."""
+    if not path.exists():
+        raise SimulError(f"{what} {path} does not exist")
+    if path.is_dir():
+        raise SimulError(f"{what} {path} is a directory; pass the file")
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SimulError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SimulError(f"{where}: {json_error(exc)}; each line must be one JSON object") from None
+            if not isinstance(obj, dict):
+                raise SimulError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+            yield where, obj
+
+
+def string_list(obj: dict[str, Any], key: str, where: str, fix: str) -> list[str]:
+    """``obj[key]`` as a list of strings, or an error saying what to fix."""
+    value = obj.get(key)
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SimulError(f"{where}: field {key!r} must be a list of strings; {fix}")
+    return value
+
+
+def number(obj: dict[str, Any], key: str, where: str) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SimulError(f"{where}: field {key!r} must be a number, got {value!r}")
+    return float(value)
