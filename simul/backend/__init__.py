@@ -9,7 +9,6 @@ from simul.backend.llama import (
     ModelInfo,
     _llama,
     check_gguf,
-    default_threads,
 )
 
 __all__ = [
@@ -20,5 +19,4 @@ __all__ = [
     "ModelInfo",
     "_llama",
     "check_gguf",
-    "default_threads",
 ]
