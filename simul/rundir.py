@@ -33,7 +33,7 @@ from simul.errors import SimulError
 from simul.files import os_error_message
 from simul.files import write_atomic as write_atomic
 from simul.hashing import sha256_file
-from simul.methods import METHOD_NAMES, Method
+from simul.methods import EXTERNAL, METHOD_NAMES, Method
 from simul.runlock import writer_of
 from simul.streams.format import Stream, dumps_stream, iter_streams
 
@@ -364,8 +364,9 @@ def _run_json_problem(run: Mapping[str, Any]) -> str | None:
         if not isinstance(config.get(key), kind):
             return f"'config' has no valid {key!r}"
     for index, method in enumerate(config["methods"]):
-        if not isinstance(method, dict) or method.get("name") not in METHOD_NAMES:
-            return f"config method {index + 1} has no valid 'name' (one of {', '.join(METHOD_NAMES)})"
+        if not isinstance(method, dict) or method.get("name") not in (*METHOD_NAMES, EXTERNAL):
+            names = ", ".join((*METHOD_NAMES, EXTERNAL))
+            return f"config method {index + 1} has no valid 'name' (one of {names})"
     scored = run.get("methods")
     if scored is not None:
         if not isinstance(scored, list):
