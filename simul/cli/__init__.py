@@ -40,6 +40,7 @@ def _register() -> None:
         diff_cmd,
         eval_cmd,
         export_cmd,
+        merge_cmd,
         score_cmd,
         show_cmd,
         streams_cmd,
@@ -51,6 +52,7 @@ def _register() -> None:
     export_cmd.register(app)
     diff_cmd.register(app)
     sweep_cmd.register(app)
+    merge_cmd.register(app)
     show_cmd.register(app)
     bench_cmd.register(app)
     streams_cmd.register(app)
@@ -60,4 +62,6 @@ _register()
 
 
 def main() -> None:
-    app()
+    from simul.cli.scaleout import main_argv
+
+    app(args=main_argv())
