@@ -160,6 +160,10 @@ class LlamaBackend:
         for i in range(cap):
             self._batch.seq_id[i][0] = 0
         self.cache: list[int] = []
+        # The canonical start state (see start_from): the prefix last evaluated there, and how many leading
+        # cache positions still hold it exactly as that evaluation left them.
+        self._canonical: list[int] = []
+        self._canonical_len = 0
         self._pieces: dict[int, bytes] = {}
         self._tokens: OrderedDict[tuple[str, bool, bool], tuple[int, ...]] = OrderedDict()
         self._eog: dict[int, bool] = {}
@@ -288,7 +292,29 @@ class LlamaBackend:
             self.reset()
             return False
         del self.cache[n:]
+        self._canonical_len = min(self._canonical_len, n)
         return True
+
+    def start_from(self, prefix: Sequence[int]) -> None:
+        """Bring the cache to the canonical start state of a stream: exactly ``prefix``, evaluated on its own
+        in one forward pass from an empty cache.
+
+        llama.cpp's keys and values (and so the logits after them) differ in the last bits with the shape of
+        the batch that computed them, so a prompt prefix kept from another stream's evaluation is not the
+        same state as the prefix evaluated afresh, and greedy choices at near-ties flip. Starting every
+        stream from this one state makes its outputs a function of the stream alone: whatever ran before,
+        the prefix is either the very evaluation kept (truncated back to it, which is exact) or the same
+        evaluation made again.
+        """
+        prefix = list(prefix)
+        n = len(prefix)
+        if self._canonical == prefix and self._canonical_len == n and self.truncate(n):
+            return
+        self.reset()
+        if prefix:
+            self.eval(prefix, logits_from=None)
+        self._canonical = prefix
+        self._canonical_len = n
 
     def reuse_prefix(self, tokens: Sequence[int], keep_last: bool = True) -> int:
         """Keep the longest common prefix of the cache and ``tokens``; returns how many positions were kept.
@@ -316,6 +342,7 @@ class LlamaBackend:
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)  # type: ignore[attr-defined]
         self.cache.clear()
+        self._canonical_len = 0
 
     def eval(self, tokens: Sequence[int], logits_from: int | None = None) -> Logits | None:
         """Append ``tokens`` to the cache in one forward pass.

@@ -205,6 +205,13 @@ class StreamDecoder:
             + backend.tokenize(prompt.after, parse_special=True)
         )
 
+    def start_prefix(self, stream: Stream) -> list[int]:
+        """The tokens every stream of this language pair starts from: the template text before the source,
+        without its last token (which may merge with the source's first word in the prompt's tokenization).
+        """
+        before = self.prompt_for(stream, "").before
+        return self.backend.tokenize(before, add_special=True, parse_special=True)[:-1]
+
     def max_output_tokens(self, source: str) -> int:
         """The length cap: ``max_len_ratio`` times the source's token count plus ``max_len_slack``."""
         n_src = len(self.backend.tokenize(source))
@@ -226,6 +233,9 @@ class StreamDecoder:
 
     def decode(self, stream: Stream) -> StreamResult:
         result = StreamResult(stream_id=stream.id, method=self.method)
+        # Every stream starts from the same state, whatever ran before (see LlamaBackend.start_from); within
+        # the stream, each step keeps what it can of the previous step's cache.
+        self.backend.start_from(self.start_prefix(stream))
         draft: list[int] = []
         for index, step in enumerate(stream.steps):
             record = self.decode_step(stream, index, draft if self.method.uses_draft else [])
