@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simul import __version__
+from simul.decoding import StreamResult
 from simul.environment import now
 from simul.errors import SimulError, UsageError
 from simul.evaluation import EvalOutcome, _attach_scores
@@ -38,6 +39,7 @@ from simul.rundir import (
 )
 from simul.scoring import Scored, higher_is_better, score
 from simul.shard import Shard, shard_of
+from simul.streams.format import Stream
 
 # Configuration that legitimately differs between the machines of one run, and what the merge rewrites.
 PER_SHARD_CONFIG = frozenset(
@@ -157,12 +159,13 @@ def _differences(a: ShardRun, b: ShardRun) -> list[str]:
         return out
     if a.total != b.total:
         out.append(f"different stream sets: {a.name} is cut from {a.total} streams, {b.name} from {b.total}")
-    for key in sorted(_flatten(ca).keys() | _flatten(cb).keys()):
-        if key in PER_SHARD_CONFIG or key.split(".")[0] in PER_SHARD_CONFIG or key in ("model_sha256",):
+    fa, fb = _flatten(ca), _flatten(cb)
+    for key in sorted(fa.keys() | fb.keys()):
+        if key in PER_SHARD_CONFIG or key.split(".")[0] in PER_SHARD_CONFIG:
             continue
-        va, vb = _flatten(ca).get(key), _flatten(cb).get(key)
-        if va != vb and not key.startswith("streams.sha256"):
-            out.append(f"different config.{key}: {_short(va)} in {a.name}, {_short(vb)} in {b.name}")
+        if fa.get(key) != fb.get(key):
+            va, vb = _short(fa.get(key)), _short(fb.get(key))
+            out.append(f"different config.{key}: {va} in {a.name}, {vb} in {b.name}")
     for where, key in (("tool", "version"), ("environment", "llama_cpp_python")):
         va, vb = a.run.get(where, {}).get(key), b.run.get(where, {}).get(key)
         if va != vb:
@@ -234,26 +237,17 @@ def merge_shards(
             raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
 
     # The single-process order: every stream at its position in the full set.
-    order: list[tuple[int, ShardRun, str]] = []
+    methods = first.loaded.methods if first.loaded else []
+    placed: dict[int, tuple[Stream, list[StreamResult]]] = {}
     for s in shards:
         assert s.loaded is not None
-        ids = list(s.loaded.streams)
-        order += [(p, s, sid) for p, sid in zip(s.positions, ids, strict=True)]
-    order.sort(key=lambda item: item[0])
-    methods = first.loaded.methods if first.loaded else []
-    streams = []
-    results: dict[str, list[Any]] = {m.key: [] for m in methods}
-    by_shard = {
-        id(s): {
-            key: {r.stream_id: r for r in rs} for key, rs in (s.loaded.results if s.loaded else {}).items()
-        }
-        for s in shards
+        by_key = {key: {r.stream_id: r for r in rs} for key, rs in s.loaded.results.items()}
+        for position, (sid, stream) in zip(s.positions, s.loaded.streams.items(), strict=True):
+            placed[position] = (stream, [by_key[m.key][sid] for m in methods])
+    streams = [placed[p][0] for p in sorted(placed)]
+    results: dict[str, list[StreamResult]] = {
+        m.key: [placed[p][1][i] for p in sorted(placed)] for i, m in enumerate(methods)
     }
-    for _, s, sid in order:
-        assert s.loaded is not None
-        streams.append(s.loaded.streams[sid])
-        for m in methods:
-            results[m.key].append(by_shard[id(s)][m.key][sid])
 
     del config["shard"]
     config["streams"].pop("total", None)
@@ -267,7 +261,7 @@ def merge_shards(
         "shards": [_shard_summary(s) for s in sorted(shards, key=lambda s: s.shard.index)],
     }
     writer = RunWriter.create(out, run, streams, overwrite=overwrite)
-    stream_map = {s.id: s for s in streams}
+    stream_map = {st.id: st for st in streams}
     for i, stream in enumerate(streams):
         writer.append(stream.id, [results[m.key][i] for m in methods])
     if comet is None and not require_comet:

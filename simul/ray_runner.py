@@ -152,6 +152,11 @@ def _prepare_out(request: EvalRequest) -> None:
         if has_shards:
             shutil.rmtree(out / SHARDS_DIR)
         (out / RUN_FILE).unlink(missing_ok=True)
+    elif has_run and not has_shards:
+        raise SimulError(
+            f"{out} holds a run that was not made with --ray; pass --overwrite to replace it, "
+            "or choose another --out"
+        )
     elif request.resume:
         if has_run and _status(out) == STATUS_COMPLETE:
             raise SimulError(
@@ -368,5 +373,9 @@ def _check_resources(ray: Any, options: RayOptions) -> None:
 
 
 def _cause(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """The line of a Ray error that says what went wrong (a SimulError raised in the worker, if any)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "SimulError: " in line:
+            return line.split("SimulError: ", 1)[1]
+    return lines[0] if lines else type(exc).__name__
