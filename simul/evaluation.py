@@ -33,8 +33,12 @@ from simul.rundir import (
 )
 from simul.runlock import LOCK_FILE, RunLock
 from simul.scoring import Scored, higher_is_better, score
+from simul.shard import Shard, select, shard_config
 from simul.streams.format import Stream, read_streams
 from simul.streams.references import reference_summary, testset_summary
+
+# Why a shard run has no COMET: it is computed once, over all streams, when the shards are merged.
+COMET_AT_MERGE = "deferred: COMET is computed by `simul merge` over all shards"
 
 
 @dataclass
@@ -50,6 +54,8 @@ class EvalRequest:
     comet_model: str = "Unbabel/wmt22-comet-da"
     comet_batch_size: int = 16
     require_comet: bool = False
+    shard: Shard | None = None  # decode only this share of the streams (simul/shard.py)
+    extra_config: dict[str, Any] = field(default_factory=dict)  # recorded in config (e.g. the sweep's)
 
 
 @dataclass
@@ -189,6 +195,9 @@ def _evaluate(
     progress: ProgressHook | None,
     on_comet_loading: Callable[[], None] | None,
 ) -> EvalOutcome:
+    selection = select(streams, request.shard) if request.shard is not None else None
+    if selection is not None:
+        streams = selection.streams
     keys = [m.key for m in request.methods]
     if len(set(keys)) != len(keys):
         raise SimulError("the same method setting is listed twice")
@@ -197,6 +206,8 @@ def _evaluate(
 
     comet: CometScorer | None = None
     comet_reason: str | None = None
+    if request.require_comet and request.shard is not None:
+        raise SimulError("--require-comet applies to `simul merge`: a shard run leaves COMET to the merge")
     if request.require_comet:
         comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
         if comet is None:
@@ -235,7 +246,11 @@ def _evaluate(
             "ne_tokenizer": ne_tok,
             "comet_model": request.comet_model,
             "comet_batch_size": request.comet_batch_size,
+            **request.extra_config,
         }
+        if selection is not None and request.shard is not None:
+            config["streams"]["total"] = selection.total
+            config["shard"] = shard_config(request.shard, selection)
         run: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "simul", "version": __version__},
@@ -303,7 +318,9 @@ def _evaluate(
             engine.close()
 
     try:
-        if comet is None and not request.require_comet:
+        if request.shard is not None:
+            comet_reason = COMET_AT_MERGE
+        elif comet is None and not request.require_comet:
             if on_comet_loading:
                 on_comet_loading()
             comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)

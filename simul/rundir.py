@@ -316,6 +316,7 @@ _RESUME_KEYS = (
     "ne_tokenizer",
     "fuse",
     "verify_chunk",
+    "shard",
 )
 
 

@@ -41,6 +41,7 @@ def _register() -> None:
         eval_cmd,
         export_cmd,
         ingest_cmd,
+        merge_cmd,
         score_cmd,
         show_cmd,
         streams_cmd,
@@ -53,6 +54,7 @@ def _register() -> None:
     ingest_cmd.register(app)
     diff_cmd.register(app)
     sweep_cmd.register(app)
+    merge_cmd.register(app)
     show_cmd.register(app)
     bench_cmd.register(app)
     streams_cmd.register(app)
@@ -62,4 +64,6 @@ _register()
 
 
 def main() -> None:
-    app()
+    from simul.cli.scaleout import main_argv
+
+    app(args=main_argv())

@@ -24,7 +24,18 @@ from simul.cli.common import (
     handle_errors,
     print_json,
 )
-from simul.cli.running import engine_settings, run_with_progress
+from simul.cli.running import engine_settings
+from simul.cli.scaleout import (
+    RayCpusOpt,
+    RayGpusOpt,
+    RayOpt,
+    RayRetriesOpt,
+    RayShardsOpt,
+    RayWorkersOpt,
+    ShardOpt,
+    run_scaled,
+    scaling,
+)
 from simul.cpu_usage import TimingNotes
 from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
@@ -33,7 +44,7 @@ from simul.report import methods_table, reference_note, units_caption
 from simul.streams.references import references_caption
 
 
-def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
+def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str = "simul eval") -> None:
     rows = outcome.scored.methods_json()
     if not quiet:
         cfg = outcome.run["config"]
@@ -53,10 +64,16 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
         if outcome.run_dir:
             caption_lines.append(f"run directory: {outcome.run_dir}")
+        shard = cfg.get("shard")
+        if shard:
+            caption_lines.append(
+                f"shard {shard['index']}/{shard['count']} of {cfg['streams'].get('total')} streams: "
+                "join the shards with `simul merge`"
+            )
         title = (
-            "simul eval"
+            command
             if outcome.complete
-            else (f"simul eval: INTERRUPTED, {outcome.streams_done} of {outcome.streams_total} streams")
+            else (f"{command}: INTERRUPTED, {outcome.streams_done} of {outcome.streams_total} streams")
         )
         err_console.print(
             methods_table(
@@ -132,8 +149,16 @@ def register(app: typer.Typer) -> None:
         ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+        shard: ShardOpt = None,
+        ray: RayOpt = None,
+        ray_workers: RayWorkersOpt = 2,
+        ray_shards: RayShardsOpt = None,
+        ray_cpus: RayCpusOpt = 1.0,
+        ray_gpus: RayGpusOpt = 0.0,
+        ray_retries: RayRetriesOpt = 2,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
+        scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta),
@@ -147,8 +172,9 @@ def register(app: typer.Typer) -> None:
             comet_batch_size=comet_batch_size,
             require_comet=require_comet,
         )
-        outcome = run_with_progress(
+        outcome = run_scaled(
             request,
+            scale,
             quiet,
             "decoding streams",
             on_interrupt=lambda partial: print_outcome(partial, as_json, quiet),

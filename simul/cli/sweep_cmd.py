@@ -24,10 +24,21 @@ from simul.cli.common import (
     handle_errors,
     print_json,
 )
-from simul.cli.running import engine_settings, run_with_progress
+from simul.cli.running import engine_settings
+from simul.cli.scaleout import (
+    RayCpusOpt,
+    RayGpusOpt,
+    RayOpt,
+    RayRetriesOpt,
+    RayShardsOpt,
+    RayWorkersOpt,
+    ShardOpt,
+    run_scaled,
+    scaling,
+)
 from simul.cpu_usage import TimingNotes
 from simul.errors import UsageError
-from simul.evaluation import EvalRequest, locked_run_dir
+from simul.evaluation import EvalOutcome, EvalRequest, locked_run_dir
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table, units_caption
@@ -94,6 +105,13 @@ def register(app: typer.Typer) -> None:
         ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
+        shard: ShardOpt = None,
+        ray: RayOpt = None,
+        ray_workers: RayWorkersOpt = 2,
+        ray_shards: RayShardsOpt = None,
+        ray_cpus: RayCpusOpt = 1.0,
+        ray_gpus: RayGpusOpt = 0.0,
+        ray_retries: RayRetriesOpt = 2,
     ) -> None:
         """Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams."""
         betas = parse_floats(beta, "--beta")
@@ -102,6 +120,7 @@ def register(app: typer.Typer) -> None:
         ks = parse_ints(mask_k, "--mask-k")
         masks = parse_masks(mask)
         methods = sweep_methods(betas, ks, masks, cd, mask_beta)
+        scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
@@ -112,57 +131,70 @@ def register(app: typer.Typer) -> None:
             overwrite=overwrite,
             ne_tokenizer=ne_tokenizer,
             comet_model=comet_model,
+            extra_config={"sweep": {"mask_beta": mask_beta}},
         )
+        outcome = run_scaled(request, scale, quiet, f"{len(methods)} methods")
+        report_sweep(outcome, mask_beta, as_json, quiet)
+
+
+def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: bool) -> None:
+    """Tables 3 and 4 on stderr, the beta plots into the run directory (not for a shard), JSON on stdout."""
+    out = outcome.run_dir
+    rows = outcome.scored.methods_json()
+    t3 = table3_rows(rows)
+    t4 = table4_rows(rows, mask_beta)
+    comet_ok = bool(outcome.scored.comet.get("available"))
+    cfg = outcome.run["config"]
+    pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
+    title = f"{cfg['model']['name']}, {outcome.streams_done} streams {pair}"
+    plots: list[Path] = []
+    shard = cfg.get("shard")
+    if out is not None and not shard:
         with locked_run_dir(out):  # the plots are part of the run directory: written under its lock
-            outcome = run_with_progress(request, quiet, f"{len(methods)} methods")
-            rows = outcome.scored.methods_json()
-            cfg = outcome.run["config"]
-            pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
-            title = f"{cfg['model']['name']}, {outcome.streams_done} streams {pair}"
-            plots: list[Path] = []
-            if out is not None:
-                plots = plot_beta(rows, out / "sweep-beta", title)
-        t3 = table3_rows(rows)
-        t4 = table4_rows(rows, mask_beta)
-        comet_ok = bool(outcome.scored.comet.get("available"))
-        if not quiet:
-            timing = TimingNotes.from_run(outcome.run)
+            plots = plot_beta(rows, out / "sweep-beta", title)
+    timing = TimingNotes.from_run(outcome.run)
+    if not quiet:
+        err_console.print(
+            methods_table(
+                t3,
+                title=f"Table 3: effect of beta ({title})",
+                columns=TABLE3_COLUMNS,
+                comet_available=comet_ok,
+                timing=timing,
+            )
+        )
+        if t4:
             err_console.print(
                 methods_table(
-                    t3,
-                    title=f"Table 3: effect of beta ({title})",
-                    columns=TABLE3_COLUMNS,
+                    t4,
+                    title=f"Table 4: mask-k at beta {mask_beta:g}",
+                    columns=TABLE4_COLUMNS,
                     comet_available=comet_ok,
                     timing=timing,
                 )
             )
-            if t4:
-                err_console.print(
-                    methods_table(
-                        t4,
-                        title=f"Table 4: mask-k at beta {mask_beta:g}",
-                        columns=TABLE4_COLUMNS,
-                        comet_available=comet_ok,
-                        timing=timing,
-                    )
-                )
-            err_console.print(units_caption(rows))
-            if not comet_ok:
-                err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
-            for path in plots:
-                err_console.print(f"plot: {path}")
-        if as_json:
-            print_json(
-                {
-                    "table3": [{k: r[k] for k in ("label", "name", "beta", "key", "metrics")} for r in t3],
-                    "table4": [
-                        {k: r[k] for k in ("label", "name", "beta", "mask_k", "mask", "key", "metrics")}
-                        for r in t4
-                    ],
-                    "plots": [str(p) for p in plots],
-                    "run_dir": str(out) if out else None,
-                    "comet": outcome.scored.comet,
-                    "signatures": outcome.scored.signatures,
-                    "timing_unreliable": TimingNotes.from_run(outcome.run).unreliable,
-                }
+        err_console.print(units_caption(rows))
+        if not comet_ok:
+            err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
+        if shard:
+            err_console.print(
+                f"shard {shard['index']}/{shard['count']}: join the shards with `simul merge` "
+                "(it draws the plots)"
             )
+        for path in plots:
+            err_console.print(f"plot: {path}")
+    if as_json:
+        print_json(
+            {
+                "table3": [{k: r[k] for k in ("label", "name", "beta", "key", "metrics")} for r in t3],
+                "table4": [
+                    {k: r[k] for k in ("label", "name", "beta", "mask_k", "mask", "key", "metrics")}
+                    for r in t4
+                ],
+                "plots": [str(p) for p in plots],
+                "run_dir": str(out) if out else None,
+                "comet": outcome.scored.comet,
+                "signatures": outcome.scored.signatures,
+                "timing_unreliable": timing.unreliable,
+            }
+        )

@@ -1,0 +1,68 @@
+"""`simul merge OUT SHARD_DIR...`: join shard runs (`--shard K/N`) into one run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simul.cli.common import OverwriteOpt, err_console, handle_errors
+from simul.cli.eval_cmd import print_outcome
+from simul.cli.sweep_cmd import report_sweep
+from simul.merge import MergeOutcome, merge_shards
+
+
+def print_shards(merged: MergeOutcome) -> None:
+    for s in sorted(merged.shards, key=lambda s: s.shard.index):
+        env = s.run.get("environment", {})
+        err_console.print(
+            f"shard {s.shard.label}: {len(s.positions)} streams, {env.get('cpu')}, "
+            f"{s.run['config'].get('threads')} threads, {env.get('started')} to {env.get('finished')} "
+            f"({s.path})",
+            soft_wrap=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("merge")
+    @handle_errors
+    def merge_command(
+        out: Annotated[Path, typer.Argument(help="The merged run directory to write.")],
+        shard_dirs: Annotated[
+            list[Path], typer.Argument(help="The shard run directories (from --shard K/N), all of them.")
+        ],
+        overwrite: OverwriteOpt = False,
+        comet_model: Annotated[
+            str | None,
+            typer.Option(help="COMET model name or checkpoint path ('none' to skip). Default: the shards'."),
+        ] = None,
+        comet_batch_size: Annotated[
+            int | None, typer.Option(help="COMET batch size. Default: the shards'.")
+        ] = None,
+        require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    ) -> None:
+        """Check that shard runs belong together and merge them into one run (COMET is computed here).
+
+        Refuses (exit 2), naming what differs or is missing, when the shards come from different stream
+        files, models, configurations, versions or metric signatures, overlap, leave streams out, or are
+        not complete.
+        """
+        merged = merge_shards(
+            shard_dirs,
+            out,
+            overwrite=overwrite,
+            comet_model=comet_model,
+            comet_batch_size=comet_batch_size,
+            require_comet=require_comet,
+        )
+        outcome = merged.outcome
+        if not quiet:
+            print_shards(merged)
+        sweep = outcome.run["config"].get("sweep")
+        if isinstance(sweep, dict) and "mask_beta" in sweep:
+            report_sweep(outcome, float(sweep["mask_beta"]), as_json, quiet)
+        else:
+            print_outcome(outcome, as_json, quiet, command="simul merge")
