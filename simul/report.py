@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.table import Table
 
+from simul.safe_text import markup
+
 # metric, header, format; the order follows the paper's Table 2, then the figures it does not report
 TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("comet", "COMET", ".3f"),
@@ -27,7 +29,7 @@ def fmt(value: Any, spec: str) -> str:
         return "-"
     if isinstance(value, float | int):
         return format(value, spec)
-    return str(value)
+    return markup(value)
 
 
 def methods_table(
@@ -50,5 +52,5 @@ def methods_table(
                 cells.append("n/a")
             else:
                 cells.append(fmt(metrics.get(name), spec))
-        table.add_row(method.get("label", method["name"]), *cells)
+        table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
     return table

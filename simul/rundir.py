@@ -23,7 +23,10 @@ from typing import Any
 from simul.decoding import StepRecord, StreamResult
 from simul.errors import SimulError
 from simul.hashing import sha256_file
+from simul.limits import STEPS, binary_lines, parse_json
 from simul.methods import Method
+from simul.run_schema import check_run_json, step_from_line
+from simul.safe_text import excerpt
 from simul.streams.format import Stream, dumps_stream, iter_streams
 
 SCHEMA_VERSION = 1
@@ -81,17 +84,16 @@ def read_steps(path: Path, methods: Sequence[Method], strict: bool) -> LoadedSte
             raise SimulError(f"{path} is missing; the run directory is incomplete")
         return LoadedSteps({k: [] for k in by_key}, [], 0, None)
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in binary_lines(handle, path):
             where = f"{path}:{number}"
             try:
                 if not raw.endswith(b"\n"):
                     raise ValueError("the line is cut short (the run was interrupted while writing)")
-                obj = json.loads(raw.decode("utf-8"))
-                key = obj.pop("method")
-                stream_id = obj.pop("stream")
+                key, stream_id, record = step_from_line(raw)
                 if key not in by_key:
-                    raise ValueError(f"method {key!r} is not one of this run's methods")
-                record = StepRecord.from_json(obj)
+                    raise ValueError(f"method {excerpt(key)} is not one of this run's methods")
+                if len(per_stream.get(stream_id, {}).get(key, ())) >= STEPS.value():
+                    raise ValueError(f"more than {STEPS.value()} steps for one stream; {STEPS.hint()}")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
                 problem = f"{where}: {exc}"
                 if strict:
@@ -206,8 +208,9 @@ class RunWriter:
 
 def _peek_status(path: Path) -> str:
     try:
-        return str(json.loads((path / RUN_FILE).read_text()).get("status", "unknown"))
-    except (OSError, ValueError):
+        run = parse_json((path / RUN_FILE).read_text(encoding="utf-8"), allow_constants=True)
+        return excerpt(str(run.get("status", "unknown")))
+    except (OSError, ValueError, AttributeError):
         return "unreadable"
 
 
@@ -244,14 +247,16 @@ def load_run_json(path: Path) -> dict[str, Any]:
     if not run_file.exists():
         raise SimulError(f"{path} is not a run directory: it has no {RUN_FILE}")
     try:
-        obj = json.loads(run_file.read_text(encoding="utf-8"))
+        obj = parse_json(run_file.read_text(encoding="utf-8"), allow_constants=True)
     except (OSError, ValueError) as exc:
         raise SimulError(f"{run_file} is not readable JSON ({exc})") from None
     if not isinstance(obj, dict) or obj.get("schema_version") != SCHEMA_VERSION:
+        version = obj.get("schema_version") if isinstance(obj, dict) else "?"
         raise SimulError(
-            f"{run_file} has schema version {obj.get('schema_version') if isinstance(obj, dict) else '?'}; "
+            f"{run_file} has schema version {excerpt(str(version))}; "
             f"this simul reads version {SCHEMA_VERSION}"
         )
+    check_run_json(obj, run_file)
     return obj
 
 

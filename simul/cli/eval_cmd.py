@@ -28,6 +28,7 @@ from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table
+from simul.safe_text import markup
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
@@ -36,16 +37,21 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
         cfg = outcome.run["config"]
         comet = outcome.scored.comet
         caption_lines = [
-            f"model {cfg['model']['name']} ({cfg['model']['file']}), template {cfg['template']}, "
-            f"{outcome.streams_done} streams {cfg['streams']['src']}->{cfg['streams']['tgt']}, "
-            f"{cfg['threads']} threads",
-            f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
-            f"chrF {outcome.scored.signatures.get('chrf', '-')}",
+            markup(
+                f"model {cfg['model']['name']} ({cfg['model']['file']}), template {cfg['template']}, "
+                f"{outcome.streams_done} streams {cfg['streams']['src']}->{cfg['streams']['tgt']}, "
+                f"{cfg['threads']} threads",
+                newlines=False,
+            ),
+            markup(
+                f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
+                f"chrF {outcome.scored.signatures.get('chrf', '-')}"
+            ),
         ]
         if not comet.get("available"):
-            caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
+            caption_lines.append(f"COMET unavailable: {markup(comet.get('reason'))}")
         if outcome.run_dir:
-            caption_lines.append(f"run directory: {outcome.run_dir}")
+            caption_lines.append(f"run directory: {markup(outcome.run_dir)}")
         title = (
             "simul eval"
             if outcome.complete

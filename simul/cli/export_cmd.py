@@ -11,6 +11,7 @@ from simul.cli.common import err_console, handle_errors
 from simul.errors import SimulError, UsageError
 from simul.export import simuleval_lines
 from simul.rundir import load_run, write_atomic
+from simul.safe_text import excerpt, visible
 
 FORMATS = ("simuleval",)
 
@@ -38,9 +39,9 @@ def register(app: typer.Typer) -> None:
         keys = [m.key for m in loaded.methods]
         key = method or keys[-1]
         if key not in loaded.results:
-            raise SimulError(f"{run_dir} has no method {key!r}; it has: {', '.join(keys)}")
+            raise SimulError(f"{run_dir} has no method {excerpt(key)}; it has: {', '.join(keys)}")
         target = output or run_dir / "simuleval" / key / "instances.log"
         target.parent.mkdir(parents=True, exist_ok=True)
         lines = list(simuleval_lines(loaded.results[key], loaded.streams))
         write_atomic(target, "".join(line + "\n" for line in lines))
-        err_console.print(f"wrote {len(lines)} instances of {key} to {target}")
+        err_console.print(visible(f"wrote {len(lines)} instances of {key} to {target}"), markup=False)

@@ -18,6 +18,7 @@ from rich.progress import (
 from simul.cli.common import err_console, show_progress
 from simul.engine import EngineSettings
 from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.safe_text import markup
 
 EXIT_INTERRUPTED = 130
 
@@ -66,7 +67,7 @@ def run_with_progress(
             bar.stop()
             if on_interrupt is not None:
                 on_interrupt(stop.outcome)
-            hint = f"; continue with --resume --out {request.out}" if request.out else ""
+            hint = f"; continue with --resume --out {markup(request.out)}" if request.out else ""
             err_console.print(
                 f"[yellow]interrupted[/] after {stop.outcome.streams_done} of {stop.outcome.streams_total} "
                 f"streams: finished streams are kept{hint}"

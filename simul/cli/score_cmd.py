@@ -13,6 +13,7 @@ from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
 from simul.report import TABLE2_COLUMNS, methods_table
 from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
+from simul.safe_text import markup
 from simul.scoring import score
 
 
@@ -69,9 +70,9 @@ def register(app: typer.Typer) -> None:
             writer.write_per_stream(scored.per_stream_rows())
             writer.save()
         if not quiet:
-            caption = [f"{len(loaded.streams)} streams from {run_dir}"]
+            caption = [f"{len(loaded.streams)} streams from {markup(run_dir)}"]
             if not scored.comet.get("available"):
-                caption.append(f"COMET unavailable: {scored.comet.get('reason')}")
+                caption.append(f"COMET unavailable: {markup(scored.comet.get('reason'))}")
             err_console.print(
                 methods_table(
                     rows,

@@ -29,6 +29,7 @@ from simul.evaluation import EvalRequest
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table
+from simul.safe_text import markup
 from simul.sweep import (
     parse_floats,
     parse_ints,
@@ -118,6 +119,7 @@ def register(app: typer.Typer) -> None:
         cfg = outcome.run["config"]
         pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
         title = f"{cfg['model']['name']}, {outcome.streams_done} streams {pair}"
+        shown_title = markup(title, newlines=False)
         plots: list[Path] = []
         if out is not None:
             plots = plot_beta(rows, out / "sweep-beta", title)
@@ -125,7 +127,7 @@ def register(app: typer.Typer) -> None:
             err_console.print(
                 methods_table(
                     t3,
-                    title=f"Table 3: effect of beta ({title})",
+                    title=f"Table 3: effect of beta ({shown_title})",
                     columns=TABLE3_COLUMNS,
                     comet_available=comet_ok,
                 )
@@ -140,9 +142,9 @@ def register(app: typer.Typer) -> None:
                     )
                 )
             if not comet_ok:
-                err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
+                err_console.print(f"COMET unavailable: {markup(outcome.scored.comet.get('reason'))}")
             for path in plots:
-                err_console.print(f"plot: {path}")
+                err_console.print(f"plot: {markup(path)}")
         if as_json:
             print_json(
                 {

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from simul.errors import SimulError
 from simul.languages import Language, get_language
+from simul.limits import check_source, check_steps, check_text_lines
 from simul.paths import fixtures_dir
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
@@ -69,11 +70,13 @@ def read_lines(path: Path) -> list[str]:
         raise SimulError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); FLORES files are UTF-8") from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    return (
+    lines = (
         text.replace("\r\n", "\n").split("\n")[:-1]
         if text.endswith("\n")
         else text.replace("\r\n", "\n").split("\n")
     )
+    check_text_lines(lines, path)
+    return lines
 
 
 def flores_streams(
@@ -112,7 +115,9 @@ def flores_streams(
             raise SimulError(f"{src_path}:{line}: empty source line")
         if not targets[index].strip():
             raise SimulError(f"{tgt_path}:{line}: empty reference line")
+        check_source(source, f"{src_path}:{line}")
         prefixes = lag_prefixes(source, lag, unspaced=src_lang.unspaced)
+        check_steps(len(prefixes), f"{src_path}:{line} (at --lag {lag})")
         steps = tuple(Step(source=p, final=i == len(prefixes) - 1) for i, p in enumerate(prefixes))
         yield Stream(
             id=f"flores200-{split}-{line}",
