@@ -94,8 +94,13 @@ def _summary_line(count: int, output: Path, unaligned: int, what: str) -> None:
     )
 
 
-def _write(output: Path, streams: list[Stream]) -> int:
+def _write(output: Path, streams: list[Stream], partials: list[str] | None = None) -> int:
     if not streams:
+        if partials:
+            raise SimulError(
+                f"no streams to write: the partials in {', '.join(partials)} reach none of the selected "
+                "segments (see the warnings above)"
+            )
         raise SimulError(
             "no streams to write: nothing was selected or the partials reach none of the segments"
         )
@@ -356,7 +361,7 @@ def acl6060_command(
             max_gap_ms,
         )
         _report_partials(result)
-        count = _write(output, result.streams)
+        count = _write(output, result.streams, partials)
         formats = ", ".join(sorted({r.format for r in result.reports}))
         _summary_line(
             count, output, result.unaligned_partials, f"acl6060 {split} en->{tgt_short}, {formats} partials"
@@ -490,7 +495,7 @@ def asr_command(
         max_gap_ms,
     )
     _report_partials(result)
-    count = _write(output, result.streams)
+    count = _write(output, result.streams, partials)
     formats = ", ".join(sorted({r.format for r in result.reports}))
     _summary_line(
         count, output, result.unaligned_partials, f"{dataset} {src_short}->{tgt_short}, {formats} partials"

@@ -110,7 +110,14 @@ def talk_from_wav(wav: str) -> str:
 def read_segment_yaml(path: Path) -> list[SegmentTime]:
     """Rows of a segment YAML (a list of ``{offset, duration, wav}`` mappings, seconds)."""
     lines = read_utf8_lines(path, "segment YAML")
-    loader = yaml.SafeLoader("\n".join(lines))
+    text = "\n".join(lines)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control character)
+        line = text[: exc.position].count("\n") + 1
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        raise SimulError(f"{path}:{line}: malformed YAML ({exc.reason}: {shown}); fix the file") from None
     try:
         try:
             root = loader.get_single_node()
@@ -340,6 +347,8 @@ def _xml_texts(src_path: Path, ref_path: Path) -> _Texts:
 
 def _line_texts(src_path: Path, ref_path: Path, talks_path: Path | None) -> _Texts:
     sources = read_utf8_lines(src_path, "source file")
+    if not sources:
+        raise SimulError(f"source file {src_path} is empty; it needs one segment per line")
     references = read_utf8_lines(ref_path, "reference file")
     _same_count(src_path, len(sources), ref_path, len(references))
     talks: list[str] = []

@@ -1,0 +1,79 @@
+"""Run simul's command line in-process (fast enough for 10,000 inputs) and check what a user would see.
+
+The properties every reader must keep, whatever the input:
+
+* the command ends with one of its documented exit codes, never with an exception (a traceback);
+* nothing it prints can drive the terminal (no control characters, no bidi overrides: simul.safe_text);
+* an error says which file is wrong (and the line, where the checks ask for it);
+* an error leaves no output file and no temporary file behind.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer.main
+from click.testing import CliRunner
+
+from simul.cli import app
+from simul.safe_text import has_unsafe
+
+_COMMAND = typer.main.get_command(app)
+_RUNNER = CliRunner()
+
+
+@dataclass
+class Outcome:
+    args: list[str]
+    code: int
+    stdout: str
+    stderr: str
+    error: BaseException | None
+
+    def describe(self) -> str:
+        where = "".join(traceback.format_exception(self.error)) if self.error is not None else ""
+        return (
+            f"simul {' '.join(self.args)}\nexit {self.code}\n--- stderr\n{self.stderr[-3000:]}\n"
+            f"--- stdout\n{self.stdout[-1000:]}\n{where}"
+        )
+
+
+def invoke(args: Sequence[str]) -> Outcome:
+    result = _RUNNER.invoke(_COMMAND, list(args), catch_exceptions=True)
+    error = result.exception if not isinstance(result.exception, SystemExit) else None
+    return Outcome(list(args), result.exit_code, result.stdout, result.stderr, error)
+
+
+def check(
+    outcome: Outcome,
+    names: Iterable[Path | str],
+    codes: Sequence[int] = (0, 1, 2),
+    line: bool = False,
+) -> None:
+    """Assert the properties above; ``names`` are the input files an error may name (one of them must be
+    named), ``line`` asks for ``file:N`` in the message."""
+    assert outcome.error is None, f"traceback:\n{outcome.describe()}"
+    assert outcome.code in codes, f"unexpected exit code:\n{outcome.describe()}"
+    assert not has_unsafe(outcome.stderr), f"raw control characters reach the terminal:\n{outcome.describe()}"
+    if outcome.code in (1, 2) and not outcome.stderr.startswith("refused:"):
+        start = outcome.stderr.find("error:")
+        assert start >= 0, f"no error message:\n{outcome.describe()}"
+        message = " ".join(outcome.stderr[start:].split())  # Rich may wrap a long message
+        shown = [str(name) for name in names]
+        assert any(name in message for name in shown), (
+            f"the error names none of {shown}:\n{outcome.describe()}"
+        )
+        if line:
+            assert (
+                any(re.search(re.escape(name) + r":\d+", message) for name in shown) or "holds no" in message
+            ), f"the error names no line:\n{outcome.describe()}"
+
+
+def leftovers(folder: Path, expected: Iterable[Path] = ()) -> list[Path]:
+    """Files in ``folder`` (recursively) other than ``expected``: outputs or temporary files left behind."""
+    keep = {p.resolve() for p in expected}
+    return [p for p in folder.rglob("*") if p.is_file() and p.resolve() not in keep]
