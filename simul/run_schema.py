@@ -18,7 +18,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -46,34 +46,43 @@ def _seconds(value: Any) -> bool:
     return _is_number(value) and math.isfinite(value) and value >= 0
 
 
-@cache
-def _step_fields() -> dict[str, tuple[Any, bool]]:
-    """Field name -> (type, required) of a step record, from the dataclass itself."""
-    hints = typing.get_type_hints(StepRecord)
-    return {
-        f.name: (hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-        for f in dataclasses.fields(StepRecord)
-    }
+Check = Callable[[Any], bool]
 
 
-def _matches(value: Any, kind: Any) -> bool:
+def _validator(kind: Any) -> Check:
+    """A fast check for values of a step record field's type (built once per field)."""
     if kind is bool:
-        return isinstance(value, bool)
+        return lambda v: isinstance(v, bool)
     if kind is int:
-        return _count(value)
+        return _count
     if kind is float:
-        return _seconds(value)
+        return _seconds
     if kind is str:
-        return isinstance(value, str)
+        return lambda v: isinstance(v, str)
     origin = typing.get_origin(kind)
     if origin is list:
-        (item,) = typing.get_args(kind)
-        return isinstance(value, list) and all(_matches(v, item) for v in value)
+        item = _validator(typing.get_args(kind)[0])
+        return lambda v: isinstance(v, list) and all(item(x) for x in v)
     if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, k) for k in typing.get_args(kind))
+        options = [_validator(k) for k in typing.get_args(kind)]
+        return lambda v: any(check(v) for check in options)
     if kind is type(None):
-        return value is None
-    return True  # a field type this check does not know: leave it to the record
+        return lambda v: v is None
+    return lambda v: True  # a field type this check does not know: leave it to the record
+
+
+@cache
+def _step_fields() -> dict[str, tuple[Any, bool, Check]]:
+    """Field name -> (type, required, check) of a step record, from the dataclass itself."""
+    hints = typing.get_type_hints(StepRecord)
+    return {
+        f.name: (
+            hints[f.name],
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            _validator(hints[f.name]),
+        )
+        for f in dataclasses.fields(StepRecord)
+    }
 
 
 _KIND_NAMES = {
@@ -97,12 +106,12 @@ def _kind_name(kind: Any) -> str:
 
 def check_step_record(obj: Mapping[str, Any]) -> None:
     """Raise RecordError naming the first field of a step record that is missing or of the wrong type."""
-    for name, (kind, required) in _step_fields().items():
+    for name, (kind, required, valid) in _step_fields().items():
         if name not in obj:
             if required:
                 raise RecordError(f"missing field {name!r}")
             continue
-        if not _matches(obj[name], kind):
+        if not valid(obj[name]):
             raise RecordError(f"field {name!r} must be {_kind_name(kind)}")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from simul.errors import SimulError
 from simul.languages import get_language
-from simul.limits import binary_lines, check_source, check_steps, loads
+from simul.limits import as_float, binary_lines, check_source, check_steps, loads
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
@@ -126,7 +126,7 @@ def _step_from_json(obj: Any, where: str) -> Step:
     time_ms = obj.get("time_ms")
     if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int | float)):
         raise SimulError(f"{where}: step 'time_ms' must be a number of milliseconds")
-    if time_ms is not None and not (time_ms >= 0 and math.isfinite(time_ms)):
+    if time_ms is not None and not (as_float(time_ms) >= 0 and math.isfinite(as_float(time_ms))):
         raise SimulError(f"{where}: step 'time_ms' must be a finite number of milliseconds, 0 or more")
     extra = obj.get("extra", {})
     if not isinstance(extra, dict):

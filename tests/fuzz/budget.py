@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 TRIED: Counter[str] = Counter()
 LONG_EXAMPLES = 10_000
@@ -22,3 +24,14 @@ def examples(ci: int) -> int:
 
 def tried(reader: str) -> None:
     TRIED[reader] += 1
+
+
+def _scratch_root() -> str | None:
+    """A memory file system for the many small files of the suite when there is one (much faster than a
+    disk on a loaded machine); the system's temporary folder otherwise."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def scratch() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="simul-fuzz-", dir=_scratch_root())

@@ -8,7 +8,6 @@ leaves nothing in the output folder; what is written is a valid stream file that
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from simul.paths import fixtures_dir
 from simul.streams.format import read_streams, write_streams
-from tests.fuzz.budget import examples, tried
+from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import check, invoke, leftovers
 from tests.fuzz.mutate import mutated_bytes, mutated_json, mutated_lines_json
 
@@ -89,7 +88,7 @@ def _write(folder: Path, files: dict[str, bytes]) -> list[Path]:
 
 
 def _fuzz(files: dict[str, bytes], reader: str, args: Callable[[Path], list[str]]) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch() as tmp:
         folder = Path(tmp)
         inputs = _write(folder / "in", files)
         return _run_import(folder, inputs, args(folder / "in"), reader)

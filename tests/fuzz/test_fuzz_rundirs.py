@@ -9,8 +9,6 @@ Properties (tests/fuzz/cli.py): a documented exit code and no traceback; an erro
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from hypothesis import strategies as st
 from simul.rundir import PER_STREAM_FILE, RUN_FILE, STEPS_FILE, STREAMS_FILE
 from simul.safe_text import has_unsafe
 from simul.streams.format import write_streams
-from tests.fuzz.budget import examples, tried
+from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import check, invoke, leftovers
 from tests.fuzz.mutate import dump_json, mutated_bytes, mutated_json, mutated_lines_json
 from tests.helpers import eval_args, make_streams
@@ -58,16 +56,14 @@ def damage(draw: st.DrawFn, run: Path) -> dict[str, bytes | None]:
     return {**files, name: draw(mutated_lines_json(lines))}
 
 
-def _materialize(folder: Path, base: Path, files: dict[str, bytes | None]) -> tuple[Path, Path]:
-    """A copy of the intact run (for diff) and the damaged one."""
-    intact = folder / "base"
-    shutil.copytree(base, intact)
+def _materialize(folder: Path, files: dict[str, bytes | None]) -> Path:
+    """The damaged run (diff compares it with the intact one, which no command writes to)."""
     damaged = folder / "new"
     damaged.mkdir()
     for name, content in files.items():
         if content is not None:
             (damaged / name).write_bytes(content)
-    return intact, damaged
+    return damaged
 
 
 def _snapshot(run: Path) -> dict[str, bytes]:
@@ -80,8 +76,8 @@ def test_score(base_run: Path, data: st.DataObject) -> None:
     tried("run dir: score")
     files = data.draw(damage(base_run))
     update = data.draw(st.booleans())
-    with tempfile.TemporaryDirectory() as tmp:
-        _, run = _materialize(Path(tmp), base_run, files)
+    with scratch() as tmp:
+        run = _materialize(Path(tmp), files)
         before = _snapshot(run)
         outcome = invoke(["score", str(run), "--json", *(["--update"] if update else [])])
         check(outcome, [run])
@@ -97,8 +93,8 @@ def test_diff(base_run: Path, data: st.DataObject) -> None:
     tried("run dir: diff")
     files = data.draw(damage(base_run))
     fmt = data.draw(st.sampled_from(["table", "markdown", "json"]))
-    with tempfile.TemporaryDirectory() as tmp:
-        intact, run = _materialize(Path(tmp), base_run, files)
+    with scratch() as tmp:
+        intact, run = base_run, _materialize(Path(tmp), files)
         before = _snapshot(run)
         outcome = invoke(["diff", str(intact), str(run), "--bootstrap", "5", "--format", fmt])
         check(outcome, [intact, run], codes=(0, 1, 2, 3))
@@ -115,8 +111,8 @@ def test_show(base_run: Path, data: st.DataObject) -> None:
     tried("run dir: show")
     files = data.draw(damage(base_run))
     stream = data.draw(st.sampled_from(["s0", "s1"]))
-    with tempfile.TemporaryDirectory() as tmp:
-        _, run = _materialize(Path(tmp), base_run, files)
+    with scratch() as tmp:
+        run = _materialize(Path(tmp), files)
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
         page = out_dir / "page.html"
@@ -130,8 +126,8 @@ def test_show(base_run: Path, data: st.DataObject) -> None:
 def test_export(base_run: Path, data: st.DataObject) -> None:
     tried("run dir: export")
     files = data.draw(damage(base_run))
-    with tempfile.TemporaryDirectory() as tmp:
-        _, run = _materialize(Path(tmp), base_run, files)
+    with scratch() as tmp:
+        run = _materialize(Path(tmp), files)
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
         target = out_dir / "instances.log"
@@ -146,7 +142,7 @@ def test_export(base_run: Path, data: st.DataObject) -> None:
 def test_the_intact_run_is_accepted_by_every_command(base_run: Path, tmp_path: Path) -> None:
     """The properties above are about damage: the undamaged run passes every command."""
     files: dict[str, bytes | None] = {name: (base_run / name).read_bytes() for name in FILES}
-    intact, run = _materialize(tmp_path, base_run, files)
+    intact, run = base_run, _materialize(tmp_path, files)
     assert invoke(["score", str(run)]).code == 0
     assert invoke(["diff", str(intact), str(run), "--bootstrap", "5"]).code == 0
     assert invoke(["show", str(run), "--stream", "s0"]).code == 0

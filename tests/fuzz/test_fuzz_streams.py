@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simul.paths import fixtures_dir
 from simul.streams.format import Step, Stream, read_streams, write_streams
-from tests.fuzz.budget import examples, tried
+from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import check, invoke, leftovers
 from tests.fuzz.mutate import hostile_text, mutated_bytes, mutated_lines_json
 
@@ -83,7 +83,7 @@ def _read_and_show(path: Path, folder: Path, reader: str) -> None:
 def test_stream_file_json_mutations(data: st.DataObject) -> None:
     seeds = [json.loads(line) for line in seed_lines()]
     content = data.draw(mutated_lines_json(seeds))
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch() as tmp:
         folder = Path(tmp)
         path = folder / "in.jsonl"
         path.write_bytes(content)
@@ -94,7 +94,7 @@ def test_stream_file_json_mutations(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_stream_file_byte_mutations(data: st.DataObject) -> None:
     content = data.draw(mutated_bytes("".join(line + "\n" for line in seed_lines()).encode()))
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch() as tmp:
         folder = Path(tmp)
         path = folder / "in.jsonl"
         path.write_bytes(content)
@@ -138,7 +138,7 @@ def streams(draw: st.DrawFn) -> list[Stream]:
 @given(generated=streams())
 def test_generated_streams_round_trip_and_show_safely(generated: list[Stream]) -> None:
     tried("stream JSONL (generated)")
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch() as tmp:
         folder = Path(tmp)
         path = folder / "gen.jsonl"
         write_streams(path, generated)
