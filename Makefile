@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 STAMP := $(VENV)/.simul-setup
 
-.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline
+.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline fuzz
 
 setup: $(STAMP)
 
@@ -33,6 +33,13 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The property-based suite (tests/fuzz) with its long profile: random seeds and 10,000 generated inputs per
+# reader (SIMUL_FUZZ_EXAMPLES changes the number); the counts are printed and written to $(VENV)/fuzz-report.json.
+# CPU-heavy: it runs at low priority. `make test` runs the same properties with a small, fixed set of inputs.
+fuzz: setup
+	SIMUL_FUZZ=long SIMUL_FUZZ_REPORT=$(VENV)/fuzz-report.json nice -n 10 \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
 
 lint: setup
 	$(BIN)/ruff check simul tests tools

@@ -18,16 +18,18 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from simul.decoding import StepRecord
+from simul.decoding import StepRecord, StreamResult
 from simul.errors import SimulError
-from simul.limits import parse_json
+from simul.limits import as_float, parse_json
 from simul.methods import Method
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
+from simul.safe_text import excerpt
+from simul.streams.format import Stream
 
 
 class RecordError(ValueError):
@@ -43,7 +45,8 @@ def _count(value: Any) -> bool:
 
 
 def _seconds(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value) and value >= 0
+    number = as_float(value)
+    return math.isfinite(number) and number >= 0
 
 
 Check = Callable[[Any], bool]
@@ -127,6 +130,29 @@ def step_from_line(raw: bytes) -> tuple[str, str, StepRecord]:
     return key, stream_id, StepRecord.from_json(obj)
 
 
+def check_results(
+    results: Mapping[str, Sequence[StreamResult]], streams: Mapping[str, Stream], steps_file: Path
+) -> None:
+    """Each finished stream's records must be its steps, in order: one per step, the last one final."""
+    for key, stream_results in results.items():
+        for result in stream_results:
+            stream = streams[result.stream_id]
+            records = result.steps
+            where = f"{steps_file}: stream {excerpt(result.stream_id)}, method {excerpt(key)}"
+            if len(records) != len(stream.steps):
+                raise SimulError(
+                    f"{where}: {len(records)} step records for a stream of {len(stream.steps)} steps; the "
+                    "file is damaged (lines lost or repeated). Re-create the run with `simul eval --out`"
+                )
+            for index, record in enumerate(records):
+                if record.step != index or record.final != (index == len(records) - 1):
+                    raise SimulError(
+                        f"{where}: record {index + 1} is step {record.step}"
+                        f"{' (final)' if record.final else ''}; the records are out of order or damaged. "
+                        "Re-create the run with `simul eval --out`"
+                    )
+
+
 def check_per_stream_row(row: Any) -> None:
     if not isinstance(row, dict):
         raise RecordError("expected a JSON object")
@@ -134,7 +160,7 @@ def check_per_stream_row(row: Any) -> None:
         if not isinstance(row.get(key), str):
             raise RecordError(f"field {key!r} must be a string")
     comet = row.get("comet")
-    if comet is not None and not (_is_number(comet) and math.isfinite(comet)):
+    if comet is not None and not math.isfinite(as_float(comet)):
         raise RecordError("field 'comet' must be a finite number or null")
 
 
@@ -186,7 +212,7 @@ def method_from_json(obj: Any, where: str) -> Method:
         if key in obj and not _count(obj[key]):
             raise SimulError(f"{where}: {key!r} must be a whole number >= 0")
     beta = obj.get("beta")
-    if beta is not None and not (_is_number(beta) and math.isfinite(beta)):
+    if beta is not None and not math.isfinite(as_float(beta)):
         raise SimulError(f"{where}: 'beta' must be a number or null")
     for key in ("mask", "ending"):
         if key in obj and not isinstance(obj[key], str):

@@ -25,7 +25,7 @@ from simul.errors import SimulError
 from simul.hashing import sha256_file
 from simul.limits import STEPS, binary_lines, parse_json
 from simul.methods import Method
-from simul.run_schema import check_run_json, step_from_line
+from simul.run_schema import check_results, check_run_json, step_from_line
 from simul.safe_text import excerpt
 from simul.streams.format import Stream, dumps_stream, iter_streams
 
@@ -287,7 +287,10 @@ def load_run(path: Path, allow_incomplete: bool = False) -> LoadedRun:
     loaded = read_steps(path / STEPS_FILE, methods, strict=not allow_incomplete)
     unknown = [sid for sid in loaded.complete if sid not in streams]
     if unknown:
-        raise SimulError(f"{path / STEPS_FILE} has stream {unknown[0]!r}, which is not in {STREAMS_FILE}")
+        raise SimulError(
+            f"{path / STEPS_FILE} has stream {excerpt(unknown[0])}, which is not in {STREAMS_FILE}"
+        )
+    check_results(loaded.results, streams, path / STEPS_FILE)
     if status == STATUS_COMPLETE and len(loaded.complete) != len(streams):
         raise SimulError(
             f"{path} says it is complete but {STEPS_FILE} holds {len(loaded.complete)} "

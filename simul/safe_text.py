@@ -6,10 +6,10 @@ raw characters, drive the terminal: ESC starts colour, cursor and OSC sequences 
 CR rewrites a line, and the bidirectional overrides and isolates reorder what is displayed (the "Trojan
 Source" characters, CVE-2021-42574). Every place that prints data text goes through this module:
 
-* :func:`visible` replaces those characters with a visible escape (``\\x1b``, ``\\u202e``, ``\\r``), the way
-  Python's ``repr`` writes them: C0 controls except tab (and newline where a line break belongs), DEL, C1 controls,
-  lone surrogates, the line and paragraph separators, and the bidi embeddings, overrides and isolates
-  (U+202A-U+202E, U+2066-U+2069).
+* :func:`visible` replaces those characters with a visible escape (``\\x1b``, ``\\u202e``, ``\\r``), the
+  way Python's ``repr`` writes them: C0 controls except tab (and newline where a line break belongs), DEL,
+  C1 controls, lone surrogates, the line and paragraph separators, and the bidi embeddings, overrides and
+  isolates (U+202A-U+202E, U+2066-U+2069).
 * :func:`markup` does that and escapes Rich markup, for text placed in a Rich markup string (table cells,
   titles, captions, messages).
 * :func:`plain` gives a Rich ``Text`` (never parsed as markup) of the visible text.
