@@ -8,7 +8,7 @@ a ``KeyError`` or ``TypeError`` deep inside a metric:
   ``ne_tokenizer`` name; when present, ``methods`` (the scored rows: ``key``, ``label``, ``metrics`` with
   numbers or null), ``signatures`` and ``status``.
 * ``steps.jsonl``: one object per line with the fields of a step record, each of its type (counts are
-  whole numbers >= 0, times finite numbers >= 0).
+  whole numbers from 0 to 2**53, times finite numbers >= 0).
 * ``per_stream.jsonl``: one object per line with ``method`` and ``stream`` names; ``comet`` a number or null.
 """
 
@@ -40,8 +40,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+# Counts beyond 2**53 are not counts of anything simul decodes (and a float cannot hold them exactly).
+MAX_COUNT = 2**53
+
+
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def _seconds(value: Any) -> bool:
@@ -90,7 +94,7 @@ def _step_fields() -> dict[str, tuple[Any, bool, Check]]:
 
 _KIND_NAMES = {
     bool: "true or false",
-    int: "a whole number >= 0",
+    int: "a whole number from 0 to 2**53",
     float: "a finite number >= 0",
     str: "a string",
 }
@@ -210,7 +214,7 @@ def method_from_json(obj: Any, where: str) -> Method:
         raise SimulError(f"{where}: a method must be an object with a 'name'")
     for key in ("mask_k", "resync"):
         if key in obj and not _count(obj[key]):
-            raise SimulError(f"{where}: {key!r} must be a whole number >= 0")
+            raise SimulError(f"{where}: {key!r} must be a whole number from 0 to 2**53")
     beta = obj.get("beta")
     if beta is not None and not math.isfinite(as_float(beta)):
         raise SimulError(f"{where}: 'beta' must be a number or null")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections import Counter
@@ -24,6 +25,16 @@ def examples(ci: int) -> int:
 
 def tried(reader: str) -> None:
     TRIED[reader] += 1
+    if long_run() and sum(TRIED.values()) % 250 == 0:
+        write_report()  # a long run that is stopped early still says how far it got
+
+
+def write_report() -> None:
+    """The counts so far, as JSON, to ``$SIMUL_FUZZ_REPORT`` when it is set."""
+    report = os.environ.get("SIMUL_FUZZ_REPORT")
+    if report:
+        text = json.dumps(dict(sorted(TRIED.items())), indent=2) + "\n"
+        Path(report).write_text(text, encoding="utf-8")
 
 
 def _scratch_root() -> str | None:

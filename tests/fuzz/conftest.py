@@ -10,14 +10,11 @@ At the end, the inputs tried per reader are printed (and written as JSON to ``$S
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
 
-from tests.fuzz.budget import TRIED, long_run
+from tests.fuzz.budget import TRIED, long_run, write_report
 
 _COMMON: dict[str, Any] = {
     "deadline": None,
@@ -36,6 +33,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("inputs tried per reader (property-based suite)")
     for name, count in sorted(TRIED.items()):
         terminalreporter.write_line(f"{name:<28} {count:>7}")
-    report = os.environ.get("SIMUL_FUZZ_REPORT")
-    if report:
-        Path(report).write_text(json.dumps(dict(sorted(TRIED.items())), indent=2) + "\n", encoding="utf-8")
+    write_report()
