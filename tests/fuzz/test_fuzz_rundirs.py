@@ -73,9 +73,9 @@ def _snapshot(run: Path) -> dict[str, bytes]:
 @settings(max_examples=examples(60))
 @given(data=st.data())
 def test_score(base_run: Path, data: st.DataObject) -> None:
-    tried("run dir: score")
     files = data.draw(damage(base_run))
     update = data.draw(st.booleans())
+    tried("run dir: score")
     with scratch() as tmp:
         run = _materialize(Path(tmp), files)
         before = _snapshot(run)
@@ -90,9 +90,9 @@ def test_score(base_run: Path, data: st.DataObject) -> None:
 @settings(max_examples=examples(60))
 @given(data=st.data())
 def test_diff(base_run: Path, data: st.DataObject) -> None:
-    tried("run dir: diff")
     files = data.draw(damage(base_run))
     fmt = data.draw(st.sampled_from(["table", "markdown", "json"]))
+    tried("run dir: diff")
     with scratch() as tmp:
         intact, run = base_run, _materialize(Path(tmp), files)
         before = _snapshot(run)
@@ -108,9 +108,9 @@ def test_diff(base_run: Path, data: st.DataObject) -> None:
 @settings(max_examples=examples(60))
 @given(data=st.data())
 def test_show(base_run: Path, data: st.DataObject) -> None:
-    tried("run dir: show")
     files = data.draw(damage(base_run))
     stream = data.draw(st.sampled_from(["s0", "s1"]))
+    tried("run dir: show")
     with scratch() as tmp:
         run = _materialize(Path(tmp), files)
         out_dir = Path(tmp) / "out"
@@ -124,8 +124,8 @@ def test_show(base_run: Path, data: st.DataObject) -> None:
 @settings(max_examples=examples(60))
 @given(data=st.data())
 def test_export(base_run: Path, data: st.DataObject) -> None:
-    tried("run dir: export")
     files = data.draw(damage(base_run))
+    tried("run dir: export")
     with scratch() as tmp:
         run = _materialize(Path(tmp), files)
         out_dir = Path(tmp) / "out"
