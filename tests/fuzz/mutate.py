@@ -8,6 +8,7 @@ from a seed document.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -50,6 +51,7 @@ hostile_text = st.lists(
 ).map("".join)
 
 # Values that replace a JSON value: every type, and numbers a careless writer produces.
+# (sampled_from hands out the same object every time: copy a drawn value before changing it)
 weird_values: st.SearchStrategy[Any] = st.one_of(
     st.none(),
     st.booleans(),
@@ -88,6 +90,7 @@ def _get(obj: Any, path: tuple[Any, ...]) -> Any:
 def mutated_json(draw: st.DrawFn, seed: Any) -> Any:
     """``seed`` (parsed JSON) with one to three JSON-level mutations."""
     obj = json.loads(json.dumps(seed))
+    deepened = False
     for _ in range(draw(st.integers(1, 3))):
         paths = _paths(obj)
         path = draw(st.sampled_from(paths))
@@ -97,13 +100,14 @@ def mutated_json(draw: st.DrawFn, seed: Any) -> Any:
         if not path:
             if op == "deepen":
                 obj = [obj]
+                deepened = True
             elif op == "replace":
-                obj = draw(weird_values)
+                obj = copy.deepcopy(draw(weird_values))
             continue
         parent, last = _get(obj, path[:-1]), path[-1]
         value = parent[last]
         if op == "replace":
-            parent[last] = draw(weird_values)
+            parent[last] = copy.deepcopy(draw(weird_values))
         elif op == "drop":
             del parent[last]
         elif op == "add" and isinstance(value, dict):
@@ -114,9 +118,12 @@ def mutated_json(draw: st.DrawFn, seed: Any) -> Any:
             at = draw(st.integers(0, len(value)))
             parent[last] = value[:at] + draw(hostile_text) + value[at:]
         elif op == "deepen":
-            for _ in range(draw(st.sampled_from([2, 62, 63, 64, 65, 300]))):
+            # at most ~200 levels in all: deeper inputs are made at text level (mutated_lines_json), since
+            # building them here would recurse as deep in this strategy
+            for _ in range(draw(st.sampled_from([2, 62, 63, 64, 65, 200])) if not deepened else 2):
                 value = [value]
             parent[last] = value
+            deepened = True
         elif op == "duplicate" and isinstance(value, list) and value:
             value.append(json.loads(json.dumps(value[draw(st.integers(0, len(value) - 1))])))
         elif op == "numbers" and isinstance(value, int | float) and not isinstance(value, bool):
@@ -124,7 +131,7 @@ def mutated_json(draw: st.DrawFn, seed: Any) -> Any:
         elif op == "negate" and isinstance(value, int | float) and not isinstance(value, bool):
             parent[last] = -abs(value) - 1
         else:
-            parent[last] = draw(weird_values)
+            parent[last] = copy.deepcopy(draw(weird_values))
     return obj
 
 
