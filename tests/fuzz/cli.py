@@ -10,13 +10,17 @@ The properties every reader must keep, whatever the input:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import typer
 import typer.main
 from typer.testing import CliRunner
 
@@ -60,6 +64,38 @@ def invoke(args: Sequence[str]) -> Outcome:
             sys.stderr.flush()
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
     return Outcome(list(args), code, stdout, stderr, error)
+
+
+def _callbacks() -> dict[str, Callable[..., Any]]:
+    from simul.cli.streams_cmd import streams_app
+
+    found = {info.name or "": info.callback for info in app.registered_commands if info.callback}
+    for info in streams_app.registered_commands:
+        if info.callback is not None:
+            found[f"streams {info.name}"] = info.callback
+    return found
+
+
+_CALLBACKS = _callbacks()
+
+
+def call(command: str, **options: Any) -> Outcome:
+    """Run ``simul COMMAND`` by calling its function with ``options`` (the other options at their
+    defaults): the command's own error handling (simul.cli.common.handle_errors) decides the exit code as
+    on the command line; only the parsing of the words of the command line, the same for every input, is
+    skipped. About twice as fast as :func:`invoke` for commands with many options."""
+    args = [*command.split(), *(f"--{k.replace('_', '-')}={v}" for k, v in options.items())]
+    out, err = io.StringIO(), io.StringIO()
+    error: BaseException | None = None
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            _CALLBACKS[command](**options)
+        except typer.Exit as exc:
+            code = exc.exit_code
+        except Exception as exc:  # what the property forbids: an exception reaching the user
+            error, code = exc, 1
+    return Outcome(args, code, out.getvalue(), err.getvalue(), error)
 
 
 def check(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 from hypothesis import given, settings
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from simul.paths import fixtures_dir
 from simul.streams.format import read_streams, write_streams
 from tests.fuzz.budget import examples, scratch, tried
-from tests.fuzz.cli import check, invoke, leftovers
+from tests.fuzz.cli import call, check, leftovers
 from tests.fuzz.mutate import mutated_bytes, mutated_json, mutated_lines_json
 
 FIX = fixtures_dir()
@@ -50,13 +51,17 @@ def _sltev_as_jsonl() -> list[dict[str, object]]:
     return out
 
 
-def _run_import(folder: Path, inputs: list[Path], args: list[str], reader: str) -> int:
+Command = tuple[str, dict[str, Any]]
+
+
+def _run_import(folder: Path, inputs: list[Path], command: Command, reader: str) -> int:
     """Run an import writing into ``folder/out``; check the outcome and what was (not) left there."""
     tried(reader)
     out_dir = folder / "out"
     out_dir.mkdir()
     output = out_dir / "streams.jsonl"
-    outcome = invoke([*args, "-o", str(output), "--json"])
+    name, options = command
+    outcome = call(name, **options, output=output, as_json=True)
     check(outcome, inputs)
     if outcome.code != 0:
         assert leftovers(out_dir) == [], f"files left behind after an error:\n{outcome.describe()}"
@@ -87,7 +92,7 @@ def _write(folder: Path, files: dict[str, bytes]) -> list[Path]:
     return paths
 
 
-def _fuzz(files: dict[str, bytes], reader: str, args: Callable[[Path], list[str]]) -> int:
+def _fuzz(files: dict[str, bytes], reader: str, args: Callable[[Path], Command]) -> int:
     with scratch() as tmp:
         folder = Path(tmp)
         inputs = _write(folder / "in", files)
@@ -97,21 +102,10 @@ def _fuzz(files: dict[str, bytes], reader: str, args: Callable[[Path], list[str]
 SLTEV_SEEDS = {"talk.en.OStt": _head(SLTEV_PARTIALS, 30), "talk.en.OSt": _head(SLTEV_SOURCE, 3)}
 
 
-def _asr_args(partials: str, fmt: str | None = None) -> Callable[[Path], list[str]]:
-    def args(folder: Path) -> list[str]:
-        extra = ["--partials-format", fmt] if fmt else []
-        source = str(folder / "talk.en.OSt")
-        return [
-            "streams",
-            "asr",
-            "--partials",
-            str(folder / partials),
-            "--source",
-            source,
-            "--tgt",
-            "de",
-            *extra,
-        ]
+def _asr_args(partials: str) -> Callable[[Path], Command]:
+    def args(folder: Path) -> Command:
+        source = folder / "talk.en.OSt"
+        return "streams asr", {"partials": [str(folder / partials)], "source": source, "tgt": "de"}
 
     return args
 
@@ -131,11 +125,10 @@ def test_whisper_streaming_partials(files: dict[str, bytes]) -> None:
     _fuzz(files, "partials: whisper-streaming", _whisper_args)
 
 
-def _whisper_args(folder: Path) -> list[str]:
-    partials = str(folder / "candidate.2022.acl-long.110.txt")
-    data = str(FIX / "acl6060")
-    fmt = ["--partials-format", "whisper-streaming"]
-    return ["streams", "acl6060", "--data-dir", data, "--partials", partials, *fmt, "--tgt", "de"]
+def _whisper_args(folder: Path) -> Command:
+    partials = [str(folder / "candidate.2022.acl-long.110.txt")]
+    options = {"data_dir": FIX / "acl6060", "partials": partials, "partials_format": "whisper-streaming"}
+    return "streams acl6060", {**options, "tgt": "de"}
 
 
 @settings(max_examples=examples(100))
@@ -150,8 +143,8 @@ ACL_LINE_SEEDS = {f"dev/{p.name}": p.read_bytes() for p in ACL_LINES.iterdir() i
 YAML_NAME = "dev/acl6060_dev_gold_segments.yaml"
 
 
-def _acl_args(folder: Path) -> list[str]:
-    return ["streams", "acl6060", "--data-dir", str(folder), "--simulate", "--tgt", "de"]
+def _acl_args(folder: Path) -> Command:
+    return "streams acl6060", {"data_dir": folder, "simulate": True, "tgt": "de"}
 
 
 @settings(max_examples=examples(100))
@@ -206,8 +199,8 @@ def test_flores_line_files(files: dict[str, bytes]) -> None:
     _fuzz(files, "FLORES line files", _flores_args)
 
 
-def _flores_args(folder: Path) -> list[str]:
-    return ["streams", "flores", "--data-dir", str(folder), "--tgt", "deu_Latn"]
+def _flores_args(folder: Path) -> Command:
+    return "streams flores", {"data_dir": folder, "tgt": "deu_Latn"}
 
 
 def test_seeds_import_cleanly() -> None:
