@@ -16,8 +16,9 @@ JSON nesting depth          (fixed)                    64           simul's own 
 The three sizes can be raised (or lowered) through their environment variables, e.g.
 ``SIMUL_MAX_STEPS=50000 simul streams stats big.jsonl``. Nesting is fixed: Python's JSON and YAML readers
 recurse, and a file nested thousands of levels deep would otherwise end in a ``RecursionError``.
-JSON is read strictly: ``NaN`` and ``Infinity`` are not JSON, and a number of more than 4300 digits is
-refused (Python's limit on converting such numbers).
+A number of more than 4300 digits is refused (Python's limit on converting such numbers), and so is a
+string with a lone surrogate (not Unicode text). Stream files and JSONL partials are read strictly:
+``NaN`` and ``Infinity`` are not JSON. Run-directory files (written by simul itself) may hold them.
 """
 
 from __future__ import annotations

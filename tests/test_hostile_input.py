@@ -269,3 +269,17 @@ def test_segment_yaml_errors_name_the_line(tmp_path: Path, text: str, message: s
     path.write_text(text, encoding="utf-8")
     with pytest.raises(SimulError, match=rf"seg\.yaml.*{message}"):
         read_segment_yaml(path)
+
+
+def test_stats_skip_provenance_counts_that_are_not_counts(tmp_path: Path) -> None:
+    """Found by `make fuzz`: a partials count in a stream's provenance that is text made stats crash."""
+    stream = make_streams()[0]
+    partials = {"file": "talk.OStt", "partials": 3, "unaligned_partials": " ", "unaligned_words": -1}
+    provenance = {"talk": "t", "partials": partials}
+    damaged = Stream(stream.id, "en", "de", stream.steps, stream.reference, provenance)
+    path = tmp_path / "s.jsonl"
+    write_streams(path, [damaged])
+    result = runner.invoke(app, ["streams", "stats", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert (figures["partials"], figures["unaligned_partials"], figures["unaligned_words"]) == (3, 0, 0)
