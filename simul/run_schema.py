@@ -241,5 +241,6 @@ def _check_rows(rows: Any, where: str) -> None:
         if not isinstance(metrics, dict):
             raise SimulError(f"{at}: field 'metrics' must be an object")
         for name, value in metrics.items():
-            if value is not None and not _is_number(value):
+            # an int too large for a float (10**400) would overflow the deltas of `simul diff`
+            if value is not None and not (isinstance(value, float) or math.isfinite(as_float(value))):
                 raise SimulError(f"{at}: metric {name!r} must be a number or null")
