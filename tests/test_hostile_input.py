@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +284,15 @@ def test_stats_skip_provenance_counts_that_are_not_counts(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)
     assert (figures["partials"], figures["unaligned_partials"], figures["unaligned_words"]) == (3, 0, 0)
+
+
+def test_a_metric_no_float_can_hold_is_refused(evil_run: Path, tmp_path: Path) -> None:
+    """Found by `make fuzz`: a metric of 10**400 in run.json made `simul diff` overflow (a traceback)."""
+    copy = tmp_path / "run"
+    shutil.copytree(evil_run, copy)
+    run = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    run["methods"][0]["metrics"]["chrf"] = 10**400
+    (copy / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    result = runner.invoke(app, ["diff", str(evil_run), str(copy)])
+    assert result.exit_code == 1
+    assert f"{copy / 'run.json'}: methods[0]: metric 'chrf' must be a number or null" in result.stderr
