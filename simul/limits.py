@@ -34,6 +34,9 @@ from typing import IO, Any
 from simul.errors import SimulError, UsageError
 
 MAX_JSON_DEPTH = 64
+# Segment offsets and durations (seconds): a talk is not longer than a day. Simulated partials tick through
+# the whole segment, so an absurd duration would otherwise run (almost) forever.
+MAX_AUDIO_SECONDS = 86_400.0
 
 
 @dataclass(frozen=True)

@@ -296,3 +296,11 @@ def test_a_metric_no_float_can_hold_is_refused(evil_run: Path, tmp_path: Path) -
     result = runner.invoke(app, ["diff", str(evil_run), str(copy)])
     assert result.exit_code == 1
     assert f"{copy / 'run.json'}: methods[0]: metric 'chrf' must be a number or null" in result.stderr
+
+
+def test_a_segment_longer_than_a_day_is_refused(tmp_path: Path) -> None:
+    """Found by `make fuzz`: a duration of 1e300 s made `--simulate` tick (almost) forever."""
+    path = tmp_path / "seg.yaml"
+    path.write_text("- {offset: 1, duration: 1.0e+300, wav: a.wav}\n", encoding="utf-8")
+    with pytest.raises(SimulError, match=r"seg\.yaml:1: duration of 1e\+300 s is more than a day"):
+        read_segment_yaml(path)

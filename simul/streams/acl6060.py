@@ -31,7 +31,7 @@ import yaml
 
 from simul.errors import SimulError
 from simul.languages import Language, get_language
-from simul.limits import as_float, check_source, check_text_lines
+from simul.limits import MAX_AUDIO_SECONDS, as_float, check_source, check_text_lines
 from simul.paths import fixtures_dir
 
 DATASET = "acl6060"
@@ -177,6 +177,10 @@ def _segment_time(row: Any, where: str, line: int) -> SegmentTime:
         seconds = as_float(value)
         if not (math.isfinite(seconds * 1000.0) and seconds >= 0):
             raise SimulError(f"{where}: {key} must be a non-negative number of seconds, got {_shown(value)}")
+        if seconds > MAX_AUDIO_SECONDS:
+            raise SimulError(
+                f"{where}: {key} of {seconds:g} s is more than a day ({MAX_AUDIO_SECONDS:g} s); fix the row"
+            )
         values[key] = seconds * 1000.0
     if not isinstance(row["wav"], str) or not row["wav"].strip():
         raise SimulError(f"{where}: wav must name the talk's audio file")
