@@ -184,8 +184,7 @@ def check_run_json(run: dict[str, Any], run_file: Path) -> None:
         methods = config.get("methods")
         if not isinstance(methods, list) or not methods:
             raise SimulError(f"{where}: field 'config.methods' must be a non-empty list")
-        for index, method in enumerate(methods):
-            method_from_json(method, f"{where}: config.methods[{index}]")
+        keys = {method_from_json(m, f"{where}: config.methods[{i}]").key for i, m in enumerate(methods)}
         for key in ("streams", "model"):
             _object(config, key, f"{where}: config")
         tokenizer = config.get("ne_tokenizer")
@@ -203,7 +202,7 @@ def check_run_json(run: dict[str, Any], run_file: Path) -> None:
         if "signatures" in run:
             _object(run, "signatures", where)
         if "methods" in run:
-            _check_rows(run["methods"], where)
+            _check_rows(run["methods"], where, keys)
     except SimulError as exc:
         raise SimulError(f"{exc}; {hint}") from None
 
@@ -227,7 +226,7 @@ def method_from_json(obj: Any, where: str) -> Method:
         raise SimulError(f"{where}: {exc}") from None
 
 
-def _check_rows(rows: Any, where: str) -> None:
+def _check_rows(rows: Any, where: str, keys: set[str]) -> None:
     if not isinstance(rows, list):
         raise SimulError(f"{where}: field 'methods' must be a list")
     for index, row in enumerate(rows):
@@ -237,6 +236,8 @@ def _check_rows(rows: Any, where: str) -> None:
         for key in ("key", "label"):
             if not isinstance(row.get(key), str):
                 raise SimulError(f"{at}: field {key!r} must be a string")
+        if row["key"] not in keys:
+            raise SimulError(f"{at}: key {excerpt(row['key'])} is not one of the methods in config.methods")
         metrics = row.get("metrics")
         if not isinstance(metrics, dict):
             raise SimulError(f"{at}: field 'metrics' must be an object")
