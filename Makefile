@@ -16,7 +16,7 @@ STAMP := $(VENV)/.simul-setup
 # The llama.cpp flags of the installed wheel: rewritten only when they change, so that changing them re-runs set-up.
 LLAMA_ARGS_STAMP := $(VENV)/.simul-llama-cmake-args
 
-.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline
+.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline fuzz
 
 setup: $(STAMP)
 
@@ -47,6 +47,13 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The property-based suite (tests/fuzz) with its long profile: random seeds and 10,000 generated inputs per
+# reader (SIMUL_FUZZ_EXAMPLES changes the number); the counts are printed and written to $(VENV)/fuzz-report.json.
+# CPU-heavy: it runs at low priority. `make test` runs the same properties with a small, fixed set of inputs.
+fuzz: setup
+	SIMUL_FUZZ=long SIMUL_FUZZ_REPORT=$(VENV)/fuzz-report.json nice -n 10 \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
 
 lint: setup
 	$(BIN)/ruff check simul tests tools

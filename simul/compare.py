@@ -11,7 +11,6 @@ threshold decides), unless the caller allows noise (``simul diff --allow-noise``
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,9 @@ from typing import Any
 
 from simul.cpu_usage import TimingNotes
 from simul.errors import SimulError, UsageError
+from simul.limits import binary_lines, parse_json
 from simul.metrics.registry import METRICS, metric_info
+from simul.run_schema import check_per_stream_row
 from simul.rundir import (
     PER_STREAM_FILE,
     STATUS_COMPLETE,
@@ -61,12 +62,14 @@ def load_side(path: Path) -> Side:
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     per_stream_path = directory / PER_STREAM_FILE
     if per_stream_path.exists():
-        for number, line in enumerate(per_stream_path.read_text(encoding="utf-8").splitlines(), start=1):
-            try:
-                row = json.loads(line)
+        with per_stream_path.open("rb") as handle:
+            for number, raw in binary_lines(handle, per_stream_path):
+                try:
+                    row = parse_json(raw.decode("utf-8"), allow_constants=True)
+                    check_per_stream_row(row)
+                except ValueError as exc:
+                    raise SimulError(f"{per_stream_path}:{number}: unreadable row ({exc})") from None
                 rows[(row["method"], row["stream"])] = row
-            except (ValueError, KeyError) as exc:
-                raise SimulError(f"{per_stream_path}:{number}: unreadable row ({exc})") from None
     return Side(path=path, run=run, loaded=loaded, per_stream=rows)
 
 

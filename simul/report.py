@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from simul.cpu_usage import MARK, TimingNotes
+from simul.safe_text import markup
 
 # metric, header, format; the order follows the paper's Table 2, then the figures it does not report
 TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -29,7 +30,7 @@ def fmt(value: Any, spec: str) -> str:
         return "-"
     if isinstance(value, float | int):
         return format(value, spec)
-    return str(value)
+    return markup(value)
 
 
 def methods_table(
@@ -59,7 +60,7 @@ def methods_table(
             else:
                 cell = fmt(metrics.get(name), spec)
                 cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
-        table.add_row(method.get("label", method["name"]), *cells)
+        table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
     return table
 
 

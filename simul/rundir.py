@@ -33,8 +33,11 @@ from simul.errors import SimulError
 from simul.files import os_error_message
 from simul.files import write_atomic as write_atomic
 from simul.hashing import sha256_file
+from simul.limits import STEPS, binary_lines, parse_json
 from simul.methods import EXTERNAL, METHOD_NAMES, Method
+from simul.run_schema import check_results, check_run_json, step_fields, step_record
 from simul.runlock import writer_of
+from simul.safe_text import excerpt
 from simul.streams.format import Stream, dumps_stream, iter_streams
 
 SCHEMA_VERSION = 1
@@ -88,15 +91,17 @@ def _read_timings(path: Path, strict: bool) -> dict[StepKey, dict[str, Any]]:
     if not path.exists():
         return timings
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in binary_lines(handle, path):
             try:
                 if not raw.endswith(b"\n"):
                     raise ValueError("the line is cut short (the run was interrupted while writing)")
-                obj = json.loads(raw.decode("utf-8"))
+                obj = parse_json(raw.decode("utf-8"), allow_constants=True)
+                if not isinstance(obj, dict):
+                    raise ValueError("expected a JSON object")
                 key = (str(obj.pop("method")), str(obj.pop("stream")), int(obj.pop("step")))
                 if key in timings:
                     raise ValueError(
-                        f"a second timing record for method {key[0]!r}, stream {key[1]!r}, "
+                        f"a second timing record for method {excerpt(key[0])}, stream {excerpt(key[1])}, "
                         f"step {key[2]} (two processes wrote this run at once)"
                     )
                 if any(not k.startswith(TIMING_PREFIX) for k in obj):
@@ -138,21 +143,24 @@ def read_steps(path: Path, methods: Sequence[Method], strict: bool, fix: str = R
         return LoadedSteps({k: [] for k in by_key}, [], 0, None)
     timings = _read_timings(path.with_name(TIMINGS_FILE), strict)
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in binary_lines(handle, path):
             where = f"{path}:{number}"
             try:
                 if not raw.endswith(b"\n"):
                     raise ValueError("the line is cut short (the run was interrupted while writing)")
-                obj = json.loads(raw.decode("utf-8"))
-                key = obj.pop("method")
-                stream_id = obj.pop("stream")
+                key, stream_id, obj = step_fields(raw)
                 if key not in by_key:
-                    raise ValueError(f"method {key!r} is not one of this run's methods")
-                step_key = (key, stream_id, obj.get("step"))
+                    raise ValueError(f"method {excerpt(key)} is not one of this run's methods")
+                if len(per_stream.get(stream_id, {}).get(key, ())) >= STEPS.value():
+                    raise ValueError(f"more than {STEPS.value()} steps for one stream; {STEPS.hint()}")
+                step = obj.get("step")
+                if not isinstance(step, int):
+                    raise ValueError("field 'step' must be a whole number")
+                step_key = (key, stream_id, step)
                 if step_key in seen:
                     raise ValueError(
-                        f"duplicate step record: method {key!r}, stream {stream_id!r}, "
-                        f"step {obj.get('step')} is also on line {seen[step_key]} "
+                        f"duplicate step record: method {excerpt(key)}, stream {excerpt(stream_id)}, "
+                        f"step {step} is also on line {seen[step_key]} "
                         "(two processes wrote this run at once)"
                     )
                 seen[step_key] = number
@@ -161,7 +169,7 @@ def read_steps(path: Path, methods: Sequence[Method], strict: bool, fix: str = R
                     if timing is None:
                         raise ValueError(f"its timings are missing from {TIMINGS_FILE}")
                     obj.update(timing)
-                record = StepRecord.from_json(obj)
+                record = step_record(obj)
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
                 problem = f"{where}: {exc}"
                 if strict:
@@ -300,8 +308,9 @@ class RunWriter:
 
 def _peek_status(path: Path) -> str:
     try:
-        return str(json.loads((path / RUN_FILE).read_text()).get("status", "unknown"))
-    except (OSError, ValueError):
+        run = parse_json((path / RUN_FILE).read_text(encoding="utf-8"), allow_constants=True)
+        return excerpt(str(run.get("status", "unknown")))
+    except (OSError, ValueError, AttributeError):
         return "unreadable"
 
 
@@ -339,12 +348,13 @@ def load_run_json(path: Path) -> dict[str, Any]:
     if not run_file.exists():
         raise SimulError(f"{path} is not a run directory: it has no {RUN_FILE}")
     try:
-        obj = json.loads(run_file.read_text(encoding="utf-8"))
+        obj = parse_json(run_file.read_text(encoding="utf-8"), allow_constants=True)
     except (OSError, ValueError) as exc:
         raise SimulError(f"{run_file} is not readable JSON ({exc})") from None
     if not isinstance(obj, dict) or obj.get("schema_version") != SCHEMA_VERSION:
+        version = obj.get("schema_version") if isinstance(obj, dict) else "?"
         raise SimulError(
-            f"{run_file} has schema version {obj.get('schema_version') if isinstance(obj, dict) else '?'}; "
+            f"{run_file} has schema version {excerpt(str(version))}; "
             f"this simul reads version {SCHEMA_VERSION}"
         )
     problem = _run_json_problem(obj)
@@ -353,6 +363,7 @@ def load_run_json(path: Path) -> dict[str, Any]:
             f"{run_file}: {problem}; the file is damaged or was not written by simul "
             "(run the evaluation again with --overwrite)"
         )
+    check_run_json(obj, run_file)
     return obj
 
 
@@ -426,7 +437,10 @@ def load_run(path: Path, allow_incomplete: bool = False, can_allow: bool = True)
     loaded = read_steps(path / STEPS_FILE, methods, strict=not allow_incomplete, fix=fix)
     unknown = [sid for sid in loaded.complete if sid not in streams]
     if unknown:
-        raise SimulError(f"{path / STEPS_FILE} has stream {unknown[0]!r}, which is not in {STREAMS_FILE}")
+        raise SimulError(
+            f"{path / STEPS_FILE} has stream {excerpt(unknown[0])}, which is not in {STREAMS_FILE}"
+        )
+    check_results(loaded.results, streams, path / STEPS_FILE)
     if status == STATUS_COMPLETE and len(loaded.complete) != len(streams) and not allow_incomplete:
         raise SimulError(
             f"{path} says it is complete but {STEPS_FILE} holds {len(loaded.complete)} "

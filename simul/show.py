@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from simul.decoding import StepRecord, StreamResult
 from simul.languages import get_language
 from simul.metrics.erasure import common_prefix_length
+from simul.safe_text import visible
 from simul.streams.format import Stream
 
 
@@ -137,7 +138,8 @@ def rich_text(spans: Sequence[Span]) -> object:
 
     text = Text()
     for span in spans:
-        text.append(span.text, style=" ".join(RICH_STYLE[k] for k in sorted(span.kinds)))
+        # data text: never markup (Text is not parsed), and no raw control characters (simul.safe_text)
+        text.append(visible(span.text), style=" ".join(RICH_STYLE[k] for k in sorted(span.kinds)))
     return text
 
 

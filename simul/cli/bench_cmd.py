@@ -33,6 +33,7 @@ from simul.evaluation import EvalOutcome, EvalRequest
 from simul.methods import Method
 from simul.paths import default_streams_file
 from simul.report import fmt
+from simul.safe_text import markup
 
 
 def time_split(counts: dict[str, Any]) -> dict[str, float]:
@@ -103,7 +104,7 @@ def bench_table(rows: list[dict[str, Any]], title: str, timing: TimingNotes | No
         table.add_column(part, justify="right", no_wrap=True)
     table.add_column("frozen", justify="right")
     for row in rows:
-        cells = [row["label"]]
+        cells = [markup(row["label"], newlines=False)]
         marked = timing.marks(row["key"]) if timing is not None else set()
         for _, spec in columns[1:]:
             assert spec is not None
@@ -176,9 +177,10 @@ def register(app: typer.Typer) -> None:
         outcome = run_with_progress(request, quiet, "benchmark")
         rows = bench_rows(outcome)
         cfg = outcome.run["config"]
-        title = (
+        title = markup(
             f"simul bench: {cfg['model']['name']}, {outcome.streams_done} streams "
-            f"{cfg['streams']['src']}->{cfg['streams']['tgt']}, {cfg['threads']} threads"
+            f"{cfg['streams']['src']}->{cfg['streams']['tgt']}, {cfg['threads']} threads",
+            newlines=False,
         )
         timing = TimingNotes.from_run(outcome.run)
         if not quiet:

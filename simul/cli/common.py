@@ -19,12 +19,15 @@ from rich.console import Console
 
 from simul.errors import SimulError, Terminated, UsageError
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
+from simul.safe_text import markup
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 # Humans read stderr (tables, progress, warnings); machines read stdout (--json) and files.
-err_console = Console(stderr=True, highlight=False)
+# Data text printed here goes through simul.safe_text (markup escaped, control characters made visible);
+# emoji codes such as :smile: in data stay text.
+err_console = Console(stderr=True, highlight=False, emoji=False)
 if not err_console.is_terminal and "COLUMNS" not in os.environ:
     # Logs and CI output: wide enough for the results tables instead of Rich's 80-column default.
     err_console.width = 200
@@ -94,9 +97,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+    return markup(text)
 
 
 def print_json(obj: Any) -> None:

@@ -23,6 +23,7 @@ from simul.compare import (
 from simul.cpu_usage import MARK, MIN_SHARE
 from simul.errors import UsageError
 from simul.metrics.registry import METRICS
+from simul.safe_text import markup, visible
 
 EXIT_REGRESSION = 3
 EXIT_INCOMPARABLE = 2
@@ -77,7 +78,7 @@ STYLE = {"better": "green", "worse": "yellow", "REGRESSION": "bold red", "within
 def render_table(comparison: Comparison) -> list[Table]:
     tables = []
     for method in comparison.methods:
-        table = Table(title=f"{method.label}", title_justify="left", header_style="bold")
+        table = Table(title=markup(method.label, newlines=False), title_justify="left", header_style="bold")
         for header in ("metric", "base", "new", "delta", "limit", "paired bootstrap", "verdict"):
             table.add_column(
                 header, justify="left" if header in ("metric", "verdict", "paired bootstrap") else "right"
@@ -96,7 +97,9 @@ def render_table(comparison: Comparison) -> list[Table]:
         streams = method.streams
         caption = timing_lines(method)
         if streams:
-            worst = ", ".join(f"{w['stream']} ({w['chrf_delta']:+.1f})" for w in streams["worst"])
+            worst = ", ".join(
+                f"{markup(w['stream'], newlines=False)} ({w['chrf_delta']:+.1f})" for w in streams["worst"]
+            )
             caption.insert(
                 0,
                 f"per stream (sentence chrF): {streams['worse']} worse, {streams['better']} better, "
@@ -114,16 +117,16 @@ def render_markdown(comparison: Comparison) -> str:
     lines = [
         "## simul diff",
         "",
-        f"base `{comparison.base}` vs new `{comparison.new}`: "
+        f"base `{_md(comparison.base)}` vs new `{_md(comparison.new)}`: "
         + (f"**{len(regressions)} regression(s)**" if regressions else "no regression"),
         "",
     ]
     for note in comparison.notes + [f"not comparable: {r} (forced)" for r in comparison.reasons]:
-        lines.append(f"> {note}")
+        lines.append(f"> {_md(note)}")
     for method in comparison.methods:
         lines += [
             "",
-            f"### {method.label}",
+            f"### {_md(method.label)}",
             "",
             "| metric | base | new | delta | limit | paired bootstrap | verdict |",
         ]
@@ -146,10 +149,14 @@ def render_markdown(comparison: Comparison) -> str:
             if streams["worst"]:
                 lines += ["", "| stream | chrF delta | base | new |", "|---|---:|---|---|"]
                 for w in streams["worst"]:
-                    base = w["base"].replace("|", "\\|")
-                    new = w["new"].replace("|", "\\|")
-                    lines.append(f"| {w['stream']} | {w['chrf_delta']:+.2f} | {base} | {new} |")
+                    base, new, stream = (_md(w[k]) for k in ("base", "new", "stream"))
+                    lines.append(f"| {stream} | {w['chrf_delta']:+.2f} | {base} | {new} |")
     return "\n".join(lines) + "\n"
+
+
+def _md(text: object) -> str:
+    """Data text in a markdown table or line: one line, no control characters, ``|`` escaped."""
+    return visible(text, newlines=False).replace("|", "\\|")
 
 
 def _defaults(values: dict[str, float]) -> str:
@@ -214,7 +221,7 @@ def register(app: typer.Typer) -> None:
                 allow_noise=allow_noise,
             )
         except Incomparable as exc:
-            err_console.print(f"[bold red]refused:[/] {exc}")
+            err_console.print(f"[bold red]refused:[/] {markup(exc)}", soft_wrap=True)
             raise typer.Exit(code=EXIT_INCOMPARABLE) from None
         regressions = comparison.regressions
         if format == "json":
@@ -223,12 +230,13 @@ def register(app: typer.Typer) -> None:
             typer.echo(render_markdown(comparison), nl=False)
         else:
             for note in comparison.notes:
-                err_console.print(f"[dim]note:[/] {note}")
+                err_console.print(f"[dim]note:[/] {markup(note)}", soft_wrap=True)
             for table in render_table(comparison):
                 err_console.print(table)
         if regressions:
             listed = ", ".join(
-                f"{METRICS[r.name].title} ({label}{', within noise' if r.verdict == 'within noise' else ''})"
+                f"{METRICS[r.name].title} ({markup(label)}"
+                f"{', within noise' if r.verdict == 'within noise' else ''})"
                 for label, r in regressions
             )
             err_console.print(f"[bold red]regression:[/] {listed}")

@@ -41,6 +41,7 @@ from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table, reference_note, units_caption
+from simul.safe_text import markup
 from simul.streams.references import references_caption
 
 
@@ -50,20 +51,25 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
         cfg = outcome.run["config"]
         comet = outcome.scored.comet
         caption_lines = [
-            f"model {cfg['model']['name']} ({cfg['model']['file']}), template {cfg['template']}, "
-            f"{outcome.streams_done} streams {cfg['streams']['src']}->{cfg['streams']['tgt']}, "
-            f"{cfg['threads']} threads",
-            f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
-            f"chrF {outcome.scored.signatures.get('chrf', '-')}",
+            markup(
+                f"model {cfg['model']['name']} ({cfg['model']['file']}), template {cfg['template']}, "
+                f"{outcome.streams_done} streams {cfg['streams']['src']}->{cfg['streams']['tgt']}, "
+                f"{cfg['threads']} threads",
+                newlines=False,
+            ),
+            markup(
+                f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
+                f"chrF {outcome.scored.signatures.get('chrf', '-')}"
+            ),
             units_caption(rows),
         ]
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:
                 caption_lines.append(line)
         if not comet.get("available"):
-            caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
+            caption_lines.append(f"COMET unavailable: {markup(comet.get('reason'))}")
         if outcome.run_dir:
-            caption_lines.append(f"run directory: {outcome.run_dir}")
+            caption_lines.append(f"run directory: {markup(outcome.run_dir)}")
         shard = cfg.get("shard")
         if shard:
             caption_lines.append(

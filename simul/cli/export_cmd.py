@@ -14,6 +14,7 @@ from simul.files import os_error_message
 from simul.metrics.quality import bleu_tokenizer
 from simul.metrics.units import TARGET_UNITS, target_unit
 from simul.rundir import load_run, write_atomic
+from simul.safe_text import excerpt, visible
 
 
 def make_folder(folder: Path) -> None:
@@ -59,7 +60,7 @@ def register(app: typer.Typer) -> None:
         keys = [m.key for m in loaded.methods]
         key = method or keys[-1]
         if key not in loaded.results:
-            raise SimulError(f"{run_dir} has no method {key!r}; it has: {', '.join(keys)}")
+            raise SimulError(f"{run_dir} has no method {excerpt(key)}; it has: {', '.join(keys)}")
         results = loaded.results[key]
         tgt = loaded.streams[results[0].stream_id].tgt if results else "en"
         latency_unit = target_unit(tgt)
@@ -80,10 +81,13 @@ def register(app: typer.Typer) -> None:
                 f"source_type: {'speech' if timed else 'text'}\ntarget_type: text\n",
             )
             err_console.print(
-                f"wrote {len(lines)} instances of {key} to {target}\n"
-                f"score with: simuleval --score-only --output {target.parent} "
-                f"--eval-latency-unit {latency_unit} "
-                f"--sacrebleu-tokenizer {bleu} --latency-metrics LAAL AL DAL --quality-metrics BLEU"
+                visible(
+                    f"wrote {len(lines)} instances of {key} to {target}\n"
+                    f"score with: simuleval --score-only --output {target.parent} "
+                    f"--eval-latency-unit {latency_unit} "
+                    f"--sacrebleu-tokenizer {bleu} --latency-metrics LAAL AL DAL --quality-metrics BLEU"
+                ),
+                markup=False,
             )
             return
         folder = output or run_dir / "simulstream" / key
@@ -98,9 +102,13 @@ def register(app: typer.Typer) -> None:
         write_atomic(folder / "sources.txt", export.sources)
         char = " --char_level" if export.unit == "char" else " --word_level"
         err_console.print(
-            f"wrote the simulstream log of {len(results)} streams of {key} to {folder / 'log.jsonl'}\n"
-            f"score with: omnisteval longform --hypothesis_format simulstream "
-            f"--hypothesis_file {folder}/log.jsonl "
-            f"--simulstream_config_file {folder}/eval.yaml --speech_segmentation {folder}/segmentation.yaml "
-            f"--ref_sentences_file {folder}/references.txt --bleu_tokenizer {bleu}{char}"
+            visible(
+                f"wrote the simulstream log of {len(results)} streams of {key} to {folder / 'log.jsonl'}\n"
+                f"score with: omnisteval longform --hypothesis_format simulstream "
+                f"--hypothesis_file {folder}/log.jsonl "
+                f"--simulstream_config_file {folder}/eval.yaml "
+                f"--speech_segmentation {folder}/segmentation.yaml "
+                f"--ref_sentences_file {folder}/references.txt --bleu_tokenizer {bleu}{char}"
+            ),
+            markup=False,
         )

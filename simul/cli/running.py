@@ -20,6 +20,7 @@ from simul.cli.common import err_console, interrupt_exit, show_progress
 from simul.engine import EngineSettings
 from simul.errors import UsageError
 from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.safe_text import markup
 from simul.templates import TEMPLATE_NAMES
 
 PLAIN_PROGRESS_EVERY = 10.0  # seconds between plain progress lines (stderr not a terminal)
@@ -158,7 +159,7 @@ def run_with_progress(
             what, code = interrupt_exit(stop.cause)
             if outcome.stage == "scoring":
                 hint = (
-                    f"; score them with `simul eval --resume --out {request.out}` (same options)"
+                    f"; score them with `simul eval --resume --out {markup(request.out)}` (same options)"
                     if request.out
                     else ""
                 )
@@ -167,7 +168,7 @@ def run_with_progress(
                     f"{' and are kept' if request.out else ''}{hint}"
                 )
             else:
-                hint = f"; continue with --resume --out {request.out}" if request.out else ""
+                hint = f"; continue with --resume --out {markup(request.out)}" if request.out else ""
                 err_console.print(
                     f"[yellow]{what}[/] after {outcome.streams_done} of {outcome.streams_total} "
                     f"streams: finished streams are kept{hint}"

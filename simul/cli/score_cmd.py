@@ -16,6 +16,7 @@ from simul.metrics.registry import metric_info
 from simul.report import TABLE2_COLUMNS, methods_table, reference_note, units_caption
 from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
 from simul.runlock import RunLock
+from simul.safe_text import markup
 from simul.scoring import not_available, score
 
 
@@ -59,7 +60,7 @@ def register(app: typer.Typer) -> None:
             loaded = load_run(run_dir, allow_incomplete=allow_incomplete)
             if loaded.being_written:
                 err_console.print(
-                    f"[yellow]warning:[/] {run_dir} is being written by {loaded.being_written}; "
+                    f"[yellow]warning:[/] {markup(run_dir)} is being written by {loaded.being_written}; "
                     "scoring the streams finished so far",
                     soft_wrap=True,
                 )
@@ -90,12 +91,12 @@ def register(app: typer.Typer) -> None:
             if not quiet:
                 n_scored = len(loaded.complete)
                 of_total = f" of {len(loaded.streams)}" if n_scored != len(loaded.streams) else ""
-                caption = [f"{n_scored}{of_total} streams from {run_dir}", units_caption(rows)]
+                caption = [f"{n_scored}{of_total} streams from {markup(run_dir)}", units_caption(rows)]
                 note = reference_note(rows)
                 if note:
                     caption.append(note)
                 if not scored.comet.get("available"):
-                    caption.append(f"COMET unavailable: {scored.comet.get('reason')}")
+                    caption.append(f"COMET unavailable: {markup(scored.comet.get('reason'))}")
                 err_console.print(
                     methods_table(
                         rows,

@@ -12,6 +12,7 @@ from simul.cli.common import err_console, handle_errors
 from simul.errors import SimulError
 from simul.files import check_writable_file
 from simul.rundir import load_run, write_atomic
+from simul.safe_text import excerpt, markup, visible
 from simul.show import html_page, rich_text, stream_view
 from simul.streams.references import reference_lines
 
@@ -40,21 +41,23 @@ def register(app: typer.Typer) -> None:
                 soft_wrap=True,
             )
         if stream not in loaded.streams:
-            some = ", ".join(list(loaded.streams)[:5])
-            raise SimulError(f"{run_dir} has no stream {stream!r}; it has e.g. {some}")
+            some = ", ".join(excerpt(s) for s in list(loaded.streams)[:5])
+            raise SimulError(f"{run_dir} has no stream {excerpt(stream)}; it has e.g. {some}")
         keys = method or [m.key for m in loaded.methods]
         unknown = [k for k in keys if k not in loaded.results]
         if unknown:
-            raise SimulError(f"{run_dir} has no method {unknown[0]!r}; it has {', '.join(loaded.results)}")
+            raise SimulError(
+                f"{run_dir} has no method {excerpt(unknown[0])}; it has {', '.join(loaded.results)}"
+            )
         results = []
         for key in keys:
             found = next((r for r in loaded.results[key] if r.stream_id == stream), None)
             if found is None:
-                raise SimulError(f"stream {stream!r} was not finished in {run_dir}")
+                raise SimulError(f"stream {excerpt(stream)} was not finished in {run_dir}")
             results.append(found)
         source = loaded.streams[stream]
         table = Table(
-            title=f"{stream} ({source.src}->{source.tgt})",
+            title=markup(f"{stream} ({source.src}->{source.tgt})", newlines=False),
             caption="[bold cyan]new source[/]  [underline]accepted draft[/]  [bold]newly decoded[/]  "
             "[strike red]erased[/]  [dim]hidden by mask-k[/]",
             caption_justify="left",
@@ -64,13 +67,13 @@ def register(app: typer.Typer) -> None:
         table.add_column("step", justify="right", no_wrap=True)
         table.add_column("source")
         for result in results:
-            table.add_column(result.method.label)
+            table.add_column(markup(result.method.label))
         for view in stream_view(source, results):
             when = str(view.index + 1) + (f"\n{view.time_ms / 1000:.1f}s" if view.time_ms is not None else "")
             table.add_row(when, rich_text(view.source), *(rich_text(o) for o in view.outputs))  # type: ignore[arg-type]
         err_console.print(table)
         for line in reference_lines(source):
-            err_console.print(line, markup=False, highlight=False)
+            err_console.print(visible(line), markup=False, highlight=False)
         if html_file is not None:
             write_atomic(html_file, html_page(source, results, f"simul: {stream}"))
-            err_console.print(f"wrote {html_file}")
+            err_console.print(f"wrote {visible(html_file)}", markup=False)

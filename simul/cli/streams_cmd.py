@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from simul.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
@@ -17,6 +16,7 @@ from simul.asr.run import AudioSettings, recognize_segments
 from simul.cli.common import err_console, handle_errors, print_json
 from simul.errors import SimulError, UsageError
 from simul.languages import get_language
+from simul.safe_text import excerpt, markup, plain, visible
 from simul.streams.acl6060 import acl6060_segments, line_segments, select
 from simul.streams.flores import flores_streams
 from simul.streams.format import Stream, read_streams, write_streams
@@ -89,15 +89,20 @@ AsrThreadsOption = Annotated[int, typer.Option(help="CPU threads for Whisper (0:
 
 def _summary_line(count: int, output: Path, unaligned: int, what: str) -> None:
     err_console.print(
-        f"wrote {count} streams to {output}; {unaligned} partials unaligned ({what})",
+        visible(f"wrote {count} streams to {output}; {unaligned} partials unaligned ({what})"),
         soft_wrap=True,
         highlight=False,
         markup=False,
     )
 
 
-def _write(output: Path, streams: list[Stream]) -> int:
+def _write(output: Path, streams: list[Stream], partials: list[str] | None = None) -> int:
     if not streams:
+        if partials:
+            raise SimulError(
+                f"no streams to write: the partials in {', '.join(partials)} reach none of the selected "
+                "segments (see the warnings above)"
+            )
         raise SimulError(
             "no streams to write: nothing was selected or the partials reach none of the segments"
         )
@@ -105,7 +110,7 @@ def _write(output: Path, streams: list[Stream]) -> int:
 
 
 def _warn(message: str, label: str = "warning") -> None:
-    err_console.print(f"[yellow]{label}:[/] {escape(message)}", soft_wrap=True)
+    err_console.print(f"[yellow]{label}:[/] {markup(message)}", soft_wrap=True)
 
 
 def _report_partials(result: PartialsImport) -> None:
@@ -171,7 +176,7 @@ def _recognize(items: list[AudioSegment], settings: AudioSettings, src: str, tgt
     with err_console.status("loading the recognizer") as status:
 
         def progress(number: int, total: int, segment: Any) -> None:
-            status.update(f"recognizing segment {number}/{total} ({segment.id})")
+            status.update(markup(f"recognizing segment {number}/{total} ({segment.id})", newlines=False))
 
         return recognize_segments(items, settings, src, tgt, progress)
 
@@ -441,7 +446,7 @@ def acl6060_command(
             max_gap_ms,
         )
         _report_partials(result)
-        count = _write(output, result.streams)
+        count = _write(output, result.streams, partials)
         formats = ", ".join(sorted({r.format for r in result.reports}))
         _summary_line(
             count, output, result.unaligned_partials, f"acl6060 {split} en->{tgt_short}, {formats} partials"
@@ -575,7 +580,7 @@ def asr_command(
         max_gap_ms,
     )
     _report_partials(result)
-    count = _write(output, result.streams)
+    count = _write(output, result.streams, partials)
     formats = ", ".join(sorted({r.format for r in result.reports}))
     _summary_line(
         count, output, result.unaligned_partials, f"{dataset} {src_short}->{tgt_short}, {formats} partials"
@@ -594,7 +599,7 @@ def _audio_name(audio: Path) -> str:
 
 
 def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
-    table = Table(title=f"simul streams stats: {path.name}", show_header=True)
+    table = Table(title=markup(f"simul streams stats: {path.name}", newlines=False), show_header=True)
     table.add_column("", style="bold")
     table.add_column("value", justify="right")
 
@@ -604,7 +609,7 @@ def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
 
     unit = stats["unit"] + "s"
     table.add_row("streams", str(stats["streams"]))
-    table.add_row("languages", ", ".join(f"{k} ({v})" for k, v in stats["languages"].items()))
+    table.add_row("languages", markup(", ".join(f"{k} ({v})" for k, v in stats["languages"].items())))
     table.add_row("steps", str(stats["steps"]))
     table.add_row("steps per stream", spread("steps_per_stream"))
     table.add_row(f"{unit} added per step", spread("added_per_step"))
@@ -642,8 +647,8 @@ def _find_stream(path: Path, stream_id: str) -> Stream:
         if stream.id == stream_id:
             return stream
     close = difflib.get_close_matches(stream_id, [s.id for s in streams], n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; ids look like {streams[0].id}"
-    raise SimulError(f"no stream {stream_id!r} in {path}{hint}")
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; ids look like {excerpt(streams[0].id)}"
+    raise SimulError(f"no stream {excerpt(stream_id)} in {path}{hint}")
 
 
 @streams_app.command("show")
@@ -658,8 +663,8 @@ def show_command(
     """The steps of one stream, with their times and how each changes the previous one."""
     stream = _find_stream(path, stream_id)
     table = Table(
-        title=f"{stream.id} ({stream.src}->{stream.tgt}, {len(stream.steps)} steps)",
-        caption="\n".join(reference_lines(stream)) or "no reference",
+        title=markup(f"{stream.id} ({stream.src}->{stream.tgt}, {len(stream.steps)} steps)", newlines=False),
+        caption="\n".join(markup(line) for line in reference_lines(stream)) or "no reference",
     )
     table.add_column("#", justify="right")
     table.add_column("time ms", justify="right")
@@ -669,7 +674,7 @@ def show_command(
     for index, (step, change) in enumerate(zip(stream.steps, step_changes(stream), strict=True)):
         time = "-" if step.time_ms is None else f"{step.time_ms:.0f}"
         kind = change.kind + (" (final)" if step.final else "")
-        table.add_row(str(index), time, kind, f"+{change.added} -{change.removed}", step.source)
+        table.add_row(str(index), time, kind, f"+{change.added} -{change.removed}", plain(step.source))
     err_console.print(table)
     if as_json:
         print_json(stream.to_json())

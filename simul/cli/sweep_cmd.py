@@ -42,6 +42,7 @@ from simul.evaluation import EvalOutcome, EvalRequest, locked_run_dir
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.paths import default_streams_file
 from simul.report import methods_table, units_caption
+from simul.safe_text import markup
 from simul.sweep import (
     parse_floats,
     parse_ints,
@@ -157,7 +158,7 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
         err_console.print(
             methods_table(
                 t3,
-                title=f"Table 3: effect of beta ({title})",
+                title=f"Table 3: effect of beta ({markup(title, newlines=False)})",
                 columns=TABLE3_COLUMNS,
                 comet_available=comet_ok,
                 timing=timing,
@@ -175,14 +176,14 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
             )
         err_console.print(units_caption(rows))
         if not comet_ok:
-            err_console.print(f"COMET unavailable: {outcome.scored.comet.get('reason')}")
+            err_console.print(f"COMET unavailable: {markup(outcome.scored.comet.get('reason'))}")
         if shard:
             err_console.print(
                 f"shard {shard['index']}/{shard['count']}: join the shards with `simul merge` "
                 "(it draws the plots)"
             )
         for path in plots:
-            err_console.print(f"plot: {path}")
+            err_console.print(f"plot: {markup(path)}")
     if as_json:
         print_json(
             {

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from simul.errors import SimulError
-from simul.streams.format import json_error
+from simul.limits import JSONProblem, binary_lines, parse_json
 
 
 def read_objects(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -18,7 +17,7 @@ def read_objects(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
     if path.is_dir():
         raise SimulError(f"{what} {path} is a directory; pass the file")
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in binary_lines(handle, path):
             where = f"{path}:{number}"
             try:
                 line = raw.decode("utf-8")
@@ -27,9 +26,9 @@ def read_objects(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SimulError(f"{where}: {json_error(exc)}; each line must be one JSON object") from None
+                obj = parse_json(line)
+            except JSONProblem as exc:
+                raise SimulError(f"{where}: {exc}; each line must be one JSON object") from None
             if not isinstance(obj, dict):
                 raise SimulError(f"{where}: expected a JSON object, got {type(obj).__name__}")
             yield where, obj

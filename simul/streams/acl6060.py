@@ -31,6 +31,7 @@ import yaml
 
 from simul.errors import SimulError
 from simul.languages import Language, get_language
+from simul.limits import MAX_AUDIO_SECONDS, as_float, check_source, check_text_lines
 from simul.paths import fixtures_dir
 
 DATASET = "acl6060"
@@ -93,6 +94,7 @@ def read_utf8_lines(path: Path, what: str) -> list[str]:
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()
+    check_text_lines(lines, path)
     return lines
 
 
@@ -108,14 +110,21 @@ def talk_from_wav(wav: str) -> str:
 def read_segment_yaml(path: Path) -> list[SegmentTime]:
     """Rows of a segment YAML (a list of ``{offset, duration, wav}`` mappings, seconds)."""
     lines = read_utf8_lines(path, "segment YAML")
-    loader = yaml.SafeLoader("\n".join(lines))
+    text = "\n".join(lines)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control character)
+        line = text[: exc.position].count("\n") + 1
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        raise SimulError(f"{path}:{line}: malformed YAML ({exc.reason}: {shown}); fix the file") from None
     try:
         try:
             root = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark is not None else 1
-            raise SimulError(f"{path}:{line}: malformed YAML ({exc.problem or exc}); fix the file") from None
+            raise SimulError(_yaml_error(path, exc)) from None
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise SimulError(f"{path}: {_yaml_reason(exc)}; fix the file") from None
         if root is None or not isinstance(root, yaml.SequenceNode):
             raise SimulError(
                 f"{path}:1: expected a YAML list with one {{offset, duration, wav}} row per segment"
@@ -123,11 +132,37 @@ def read_segment_yaml(path: Path) -> list[SegmentTime]:
         rows: list[SegmentTime] = []
         for node in root.value:
             line = node.start_mark.line + 1
-            row = loader.construct_object(node, deep=True)
+            try:
+                row = loader.construct_object(node, deep=True)
+            except yaml.MarkedYAMLError as exc:
+                raise SimulError(_yaml_error(path, exc, line)) from None
+            except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+                raise SimulError(f"{path}:{line}: {_yaml_reason(exc)}; fix the row") from None
             rows.append(_segment_time(row, f"{path}:{line}", line))
         return rows
     finally:
         loader.dispose()
+
+
+def _yaml_reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "YAML nested too deeply"
+    return f"unreadable YAML ({exc})"
+
+
+def _yaml_error(path: Path, exc: yaml.MarkedYAMLError, line: int = 1) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    if mark is not None:
+        line = mark.line + 1
+    return f"{path}:{line}: malformed YAML ({exc.problem or exc}); fix the file"
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: its repr, shortened (a YAML value may be any size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
+        return "a number too large for seconds"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _segment_time(row: Any, where: str, line: int) -> SegmentTime:
@@ -139,14 +174,14 @@ def _segment_time(row: Any, where: str, line: int) -> SegmentTime:
     values: dict[str, float] = {}
     for key in ("offset", "duration"):
         value = row[key]
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value < 0
-        ):
-            raise SimulError(f"{where}: {key} must be a non-negative number of seconds, got {value!r}")
-        values[key] = float(value) * 1000.0
+        seconds = as_float(value)
+        if not (math.isfinite(seconds * 1000.0) and seconds >= 0):
+            raise SimulError(f"{where}: {key} must be a non-negative number of seconds, got {_shown(value)}")
+        if seconds > MAX_AUDIO_SECONDS:
+            raise SimulError(
+                f"{where}: {key} of {seconds:g} s is more than a day ({MAX_AUDIO_SECONDS:g} s); fix the row"
+            )
+        values[key] = seconds * 1000.0
     if not isinstance(row["wav"], str) or not row["wav"].strip():
         raise SimulError(f"{where}: wav must name the talk's audio file")
     return SegmentTime(talk_from_wav(row["wav"]), values["offset"], values["duration"], line)
@@ -316,6 +351,8 @@ def _xml_texts(src_path: Path, ref_path: Path) -> _Texts:
 
 def _line_texts(src_path: Path, ref_path: Path, talks_path: Path | None) -> _Texts:
     sources = read_utf8_lines(src_path, "source file")
+    if not sources:
+        raise SimulError(f"source file {src_path} is empty; it needs one segment per line")
     references = read_utf8_lines(ref_path, "reference file")
     _same_count(src_path, len(sources), ref_path, len(references))
     talks: list[str] = []
@@ -442,6 +479,7 @@ def acl6060_segments(
         line = index + 1
         if not source.strip():
             raise SimulError(f"{texts.where_source[index]}: empty source segment")
+        check_source(source, texts.where_source[index])
         reference = texts.references[index]
         if not reference.strip():
             raise SimulError(f"{texts.where_reference[index]}: empty reference segment")
@@ -494,6 +532,7 @@ def line_segments(
         line = index + 1
         if not source.strip():
             raise SimulError(f"{texts.where_source[index]}: empty source segment")
+        check_source(source, texts.where_source[index])
         reference: str | None = None
         if reference_path is not None:
             reference = texts.references[index].strip()

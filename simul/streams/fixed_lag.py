@@ -15,6 +15,7 @@ from typing import Any
 
 from simul.errors import SimulError
 from simul.languages import Language
+from simul.limits import check_source, check_steps
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
 
@@ -72,6 +73,7 @@ def lag_stream(
     if unit not in UNITS:
         raise SimulError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
     prefixes = lag_prefixes(source, lag, unspaced=unit == "char")
+    check_steps(len(prefixes), f"stream {stream_id} (at --lag {lag})")
     steps = tuple(Step(source=p, final=i == len(prefixes) - 1) for i, p in enumerate(prefixes))
     refs = [r.strip() for r in references]
     return Stream(
@@ -127,6 +129,7 @@ def lag_streams(
                 raise SimulError(f"{where}: {reason}{hint}")
             result.skipped.setdefault(reason, []).append(row.line)
             continue
+        check_source(row.source, row.where_source)
         result.streams.append(
             lag_stream(
                 f"{id_prefix}-{row.line}",

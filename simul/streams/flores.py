@@ -16,6 +16,7 @@ from pathlib import Path
 
 from simul.errors import SimulError
 from simul.languages import Language, get_language
+from simul.limits import check_text_lines
 from simul.paths import fixtures_dir
 from simul.streams.fixed_lag import AlignedLine, check_selection, lag_streams
 from simul.streams.format import Stream
@@ -69,11 +70,13 @@ def read_lines(path: Path) -> list[str]:
         raise SimulError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); FLORES files are UTF-8") from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    return (
+    lines = (
         text.replace("\r\n", "\n").split("\n")[:-1]
         if text.endswith("\n")
         else text.replace("\r\n", "\n").split("\n")
     )
+    check_text_lines(lines, path)
+    return lines
 
 
 def flores_streams(

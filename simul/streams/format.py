@@ -29,6 +29,7 @@ from typing import Any
 from simul.errors import SimulError
 from simul.files import atomic_file, check_writable_file, os_error_message
 from simul.languages import get_language
+from simul.limits import as_float, binary_lines, check_source, check_steps, loads
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
@@ -133,11 +134,6 @@ class Stream:
                     )
 
 
-def json_error(exc: json.JSONDecodeError) -> str:
-    """``malformed JSON (<reason> at column N)``; some of json's reasons already end in "at"."""
-    return f"malformed JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
-
-
 def _step_from_json(obj: Any, where: str) -> Step:
     if not isinstance(obj, dict):
         raise SimulError(f"{where}: each step must be an object with 'source' and 'final'")
@@ -147,15 +143,16 @@ def _step_from_json(obj: Any, where: str) -> Step:
     source = obj.get("source")
     if not isinstance(source, str):
         raise SimulError(f"{where}: step 'source' must be a string")
+    check_source(source, where)
     final = obj.get("final", False)
     if not isinstance(final, bool):
         raise SimulError(f"{where}: step 'final' must be true or false")
     time_ms = obj.get("time_ms")
     if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int | float)):
         raise SimulError(f"{where}: step 'time_ms' must be a number of milliseconds")
-    if time_ms is not None and not (math.isfinite(time_ms) and time_ms >= 0):
+    if time_ms is not None and not (as_float(time_ms) >= 0 and math.isfinite(as_float(time_ms))):
         raise SimulError(
-            f"{where}: step 'time_ms' is {time_ms}; it must be a finite number of milliseconds >= 0 "
+            f"{where}: step 'time_ms' must be a finite number of milliseconds, 0 or more "
             "(or left out on every step)"
         )
     extra = obj.get("extra", {})
@@ -205,6 +202,7 @@ def stream_from_json(obj: Any, where: str = "<stream>") -> Stream:
     provenance = obj.get("provenance", {})
     if not isinstance(provenance, dict):
         raise SimulError(f"{where}: field 'provenance' must be an object")
+    check_steps(len(steps_obj), where)
     steps = tuple(_step_from_json(s, f"{where}, step {i}") for i, s in enumerate(steps_obj))
     try:
         src = get_language(obj["src"]).short
@@ -235,7 +233,7 @@ def iter_streams(path: Path) -> Iterator[Stream]:
         raise SimulError(f"stream file {path} is a directory; pass a .jsonl file")
     seen: set[str] = set()
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in binary_lines(handle, path):
             where = f"{path}:{number}"
             try:
                 line = raw.decode("utf-8")
@@ -243,10 +241,7 @@ def iter_streams(path: Path) -> Iterator[Stream]:
                 raise SimulError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SimulError(f"{where}: {json_error(exc)}") from None
+            obj = loads(line, where)
             stream = stream_from_json(obj, where)
             if stream.id in seen:
                 raise SimulError(f"{where}: duplicate stream id {stream.id!r}; ids must be unique in a file")
@@ -267,6 +262,14 @@ def read_streams(path: Path, limit: int | None = None) -> list[Stream]:
     if not streams:
         raise SimulError(f"stream file {path} holds no streams")
     return streams
+
+
+def check_limits(stream: Stream) -> None:
+    """Refuse to write a stream that the reader would refuse (simul.limits: steps, source length)."""
+    where = f"refusing to write stream {stream.id!r}"
+    check_steps(len(stream.steps), where)
+    for index, step in enumerate(stream.steps):
+        check_source(step.source, f"{where}, step {index}")
 
 
 def dumps_stream(stream: Stream) -> str:
@@ -290,6 +293,7 @@ def write_streams(path: Path, streams: Iterable[Stream]) -> int:
                 stream.validate()
             except ValueError as exc:
                 raise SimulError(f"refusing to write an invalid stream: {exc}") from None
+            check_limits(stream)
             handle.write(dumps_stream(stream) + "\n")
             count += 1
     return count

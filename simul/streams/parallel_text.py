@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.errors import SimulError, UsageError
+from simul.limits import check_text_lines
 from simul.streams.fixed_lag import AlignedLine
 
 TEXT_FORMATS = ("lines", "tsv", "jsonl")
@@ -81,7 +82,9 @@ def read_text_lines(path: Path) -> list[str]:
     if not text:
         return []
     lines = text.split("\n")
-    return lines[:-1] if text.endswith("\n") else lines
+    lines = lines[:-1] if text.endswith("\n") else lines
+    check_text_lines(lines, path)
+    return lines
 
 
 def read_parallel_text(source: Path, references: list[Path], text_format: str | None) -> ParallelText:

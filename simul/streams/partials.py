@@ -42,7 +42,6 @@ time and the input line in ``extra``.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import defaultdict
@@ -54,8 +53,10 @@ from typing import Any
 
 from simul.errors import SimulError, UsageError
 from simul.hashing import sha256_file
+from simul.limits import as_float, loads
+from simul.safe_text import excerpt
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
-from simul.streams.format import Step, Stream, json_error
+from simul.streams.format import Step, Stream
 
 FORMATS = ("sltev", "whisper-streaming", "jsonl")
 TIME_UNITS: dict[str, float] = {"ms": 1.0, "cs": 10.0, "s": 1000.0}
@@ -135,9 +136,9 @@ def parse_number(token: str, where: str, name: str, scale: float = 1.0) -> float
     try:
         value = float(token)
     except ValueError:
-        raise SimulError(f"{where}: {name} {token!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise SimulError(f"{where}: {name} must be a non-negative number, got {token!r}")
+        raise SimulError(f"{where}: {name} {excerpt(token)} is not a number") from None
+    if not math.isfinite(value * scale) or value < 0:
+        raise SimulError(f"{where}: {name} must be a non-negative number, got {excerpt(token)}")
     return value * scale
 
 
@@ -182,7 +183,7 @@ def _parse_sltev(path: Path, raw: list[str], scale: float) -> list[PartialLine]:
         parts = line.split(None, layout + 1)
         if parts[0] not in ("P", "C"):
             raise SimulError(
-                f"{where}: a line must start with P (partial) or C (complete), got {parts[0]!r}; "
+                f"{where}: a line must start with P (partial) or C (complete), got {excerpt(parts[0])}; "
                 f"expected {expected!r}"
             )
         if len(parts) < layout + 1:
@@ -206,7 +207,9 @@ def _parse_whisper(path: Path, raw: list[str], scale: float) -> list[PartialLine
         where = f"{path}:{number}"
         match = _WHISPER_LINE.match(line)
         if match is None:
-            raise SimulError(f"{where}: expected '<emission_ms> <beg_ms> <end_ms> <text>', got {line!r}")
+            raise SimulError(
+                f"{where}: expected '<emission_ms> <beg_ms> <end_ms> <text>', got {excerpt(line)}"
+            )
         emission = parse_number(match[1], where, "emission time", scale)
         start = parse_number(match[2], where, "begin time", scale)
         end = parse_number(match[3], where, "end time", scale)
@@ -219,9 +222,10 @@ def _optional_time(obj: dict[str, Any], key: str, where: str, scale: float) -> f
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+    number = as_float(value) * scale
+    if not (math.isfinite(number) and number >= 0):
         raise SimulError(f"{where}: {key!r} must be a non-negative number of milliseconds or null")
-    return float(value) * scale
+    return number
 
 
 def _parse_jsonl(path: Path, raw: list[str], scale: float) -> list[PartialLine]:
@@ -230,10 +234,7 @@ def _parse_jsonl(path: Path, raw: list[str], scale: float) -> list[PartialLine]:
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SimulError(f"{where}: {json_error(exc)}") from None
+        obj = loads(line, where)
         if not isinstance(obj, dict):
             raise SimulError(f"{where}: expected a JSON object with {', '.join(_JSONL_KEYS)}")
         if "time_ms" not in obj or "text" not in obj:
@@ -597,7 +598,9 @@ def _group_by_talk(
                 f"pass --partials TALK=FILE with one of: {', '.join(sorted(talks))}"
             )
         if talk not in talks:
-            raise SimulError(f"{where}: talk {talk!r} is not in the data (talks: {', '.join(sorted(talks))})")
+            raise SimulError(
+                f"{where}: talk {excerpt(talk)} is not in the data (talks: {', '.join(sorted(talks))})"
+            )
         groups[talk].append(pl)
     return groups
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.errors import SimulError, UsageError
+from simul.limits import MAX_AUDIO_SECONDS
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
 from simul.streams.format import Step, Stream
 from simul.streams.partials import normalize_word, parse_number
@@ -169,6 +170,11 @@ def simulate_steps(
     final_text = " ".join(words)
     heard_forms = [asr_form(w) for w in words]
     end_time = max([duration_ms, *ends_ms])
+    if end_time > MAX_AUDIO_SECONDS * 1000.0:
+        raise SimulError(
+            f"a segment ending {end_time / 1000.0:g} s after its start is more than a day long; check the "
+            "segment durations and word times"
+        )
     steps: list[Step] = []
     tick = 1
     while tick * interval_ms < end_time:

@@ -109,6 +109,10 @@ def stream_stats(streams: Sequence[Stream]) -> dict[str, Any]:
     return out
 
 
+def _whole(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def _partials_counts(streams: Sequence[Stream]) -> dict[str, Any]:
     """Unaligned counts that the importer recorded in provenance, once per partials file and talk."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
@@ -122,7 +126,8 @@ def _partials_counts(streams: Sequence[Stream]) -> dict[str, Any]:
         return {}
 
     def total(name: str) -> int:
-        return sum(int(p.get(name, 0) or 0) for p in seen.values())
+        # provenance is free-form: a count that is not a whole number >= 0 (a hand edit) is not added
+        return sum(_whole(p.get(name)) for p in seen.values())
 
     return {
         "partials_files": len(seen),
