@@ -2,6 +2,9 @@
 
 Methods are interleaved stream by stream (RT on stream 1, then SSBD on stream 1, then RT on stream 2, ...)
 so that slow drifts of the machine (heat, other load) fall on every method alike and the speedup stays fair.
+With ``parallel`` N > 1, N streams are decoded at once, each on its own sequence of one context, every
+method in turn on it, and their forward passes are batched (simul.scheduler); results are still handed on
+in stream order.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from simul.backend import LlamaBackend, default_threads
+from simul.backend.sequence import KVSequence
 from simul.decoding import StreamDecoder, StreamResult
+from simul.decoding.passes import Passes
 from simul.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
-from simul.errors import SimulError
+from simul.errors import SimulError, UsageError
 from simul.hashing import cached_sha256
 from simul.languages import get_language
 from simul.methods import Method
+from simul.scheduler import BatchScheduler
 from simul.streams.format import Stream
 from simul.templates import PRESETS, Template, chat_template, get_template
 
@@ -33,6 +39,7 @@ class EngineSettings:
     fuse: bool = False  # evaluate the rest of the prompt and the draft in one forward pass
     verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
+    parallel: int = 1  # streams decoded at once, their forward passes batched
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -83,10 +90,19 @@ class Engine:
         )
 
     def preflight(self, streams: Sequence[Stream]) -> None:
-        """Check every stream fits the context before spending time on any of them."""
+        """Check every stream fits the context before spending time on any of them, and with ``parallel``
+        N > 1 make the context N sequences, each as long as the longest stream needs (rounded up to 256
+        positions, at most --n-ctx); this fails with a clear message when the memory is not there."""
+        if self.settings.parallel < 1:
+            raise UsageError(f"--parallel must be 1 or more, got {self.settings.parallel}")
         decoder = self.decoder(Method("rt"))
+        need = 0
         for stream in streams:
             decoder.check_fits(stream)
+            need = max(need, decoder.positions_needed(stream))
+        n_seq = min(self.settings.parallel, len(streams))
+        if n_seq > 1:
+            self.backend.configure(n_seq, min(self.backend.n_ctx, -(-need // 256) * 256))
 
     def run(
         self,
@@ -95,8 +111,40 @@ class Engine:
         on_stream: Callable[[Stream, list[StreamResult]], None],
     ) -> None:
         decoders = [self.decoder(method) for method in methods]
-        for stream in streams:
-            on_stream(stream, [decoder.decode(stream) for decoder in decoders])
+        if self.backend.n_seq == 1:
+            for stream in streams:
+                on_stream(stream, [decoder.decode(stream) for decoder in decoders])
+            return
+        self._run_batched(list(streams), decoders, on_stream)
+
+    def _run_batched(
+        self,
+        streams: list[Stream],
+        decoders: list[StreamDecoder],
+        on_stream: Callable[[Stream, list[StreamResult]], None],
+    ) -> None:
+        def job(stream: Stream) -> Callable[[KVSequence], Passes[list[StreamResult]]]:
+            def machine(seq: KVSequence) -> Passes[list[StreamResult]]:
+                results = []
+                for decoder in decoders:
+                    results.append((yield from decoder.stream_steps(stream, seq)))
+                return results
+
+            return machine
+
+        # Streams finish out of order; they are handed on in order, so run files read as with N = 1.
+        done: dict[int, list[StreamResult]] = {}
+        next_index = 0
+
+        def on_done(index: int, results: list[StreamResult]) -> None:
+            nonlocal next_index
+            done[index] = results
+            while next_index in done:
+                on_stream(streams[next_index], done.pop(next_index))
+                next_index += 1
+
+        scheduler: BatchScheduler[int, list[StreamResult]] = BatchScheduler(self.backend)
+        scheduler.run(((i, job(s)) for i, s in enumerate(streams)), on_done)
 
     def describe(self, sample: Stream | None = None) -> dict[str, Any]:
         """What a run records about the model and prompt."""

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,48 @@ class EvalOutcome:
 ProgressHook = Callable[[int, int], None]  # (done, total)
 
 
+@dataclass
+class Throughput:
+    """Evaluation throughput of this process: updates and output tokens per second of wall time.
+
+    Under ``parallel`` N > 1 this is the figure that matters; per-update times are then batched (each
+    update shares its forward passes with other streams) and are not single-user latencies.
+    """
+
+    parallel: int
+    started: float = field(default_factory=time.perf_counter)
+    updates: int = 0
+    output_tokens: int = 0
+    streams: int = 0
+
+    def add(self, results: list[StreamResult]) -> None:
+        self.streams += 1
+        for result in results:
+            self.updates += len(result.steps)
+            self.output_tokens += sum(len(s.output_ids) for s in result.steps)
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def updates_per_second(self) -> float:
+        elapsed = self.seconds
+        return self.updates / elapsed if elapsed > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        elapsed = self.seconds
+        return {
+            "parallel": self.parallel,
+            "streams": self.streams,
+            "wall_seconds": round(elapsed, 3),
+            "updates": self.updates,
+            "output_tokens": self.output_tokens,
+            "updates_per_second": round(self.updates / elapsed, 3) if elapsed > 0 else 0.0,
+            "output_tokens_per_second": round(self.output_tokens / elapsed, 3) if elapsed > 0 else 0.0,
+        }
+
+
 def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
     if limit is not None and limit < 1:
         raise SimulError(f"--limit must be at least 1, got {limit}")
@@ -82,6 +125,7 @@ def run_evaluation(
     engine: Engine | None = None,
     progress: ProgressHook | None = None,
     on_comet_loading: Callable[[], None] | None = None,
+    on_throughput: Callable[[Throughput], None] | None = None,
 ) -> EvalOutcome:
     """Decode, write and score. KeyboardInterrupt marks the run interrupted and is re-raised as
     :class:`Interrupted` carrying the partial outcome."""
@@ -124,6 +168,7 @@ def run_evaluation(
             "fuse": engine.settings.fuse,
             "verify_chunk": engine.settings.verify_chunk,
             "n_gpu_layers": engine.backend.n_gpu_layers,
+            "parallel": engine.backend.n_seq,
             "ne_tokenizer": ne_tok,
             "comet_model": request.comet_model,
             "comet_batch_size": request.comet_batch_size,
@@ -162,8 +207,15 @@ def run_evaluation(
         if progress:
             progress(finished, len(streams))
 
+        meter = Throughput(parallel=engine.backend.n_seq)
+        run["throughput"] = meter.to_json()
+
         def on_stream(stream: Stream, stream_results: list[StreamResult]) -> None:
             nonlocal finished
+            meter.add(stream_results)
+            run["throughput"] = meter.to_json()
+            if on_throughput:
+                on_throughput(meter)
             normalised = [normalise(r) for r in stream_results]
             if writer is not None:
                 writer.append(stream.id, normalised)
@@ -284,4 +336,5 @@ def summary_json(outcome: EvalOutcome) -> dict[str, Any]:
         "signatures": outcome.scored.signatures,
         "comet": outcome.scored.comet,
         "model": outcome.run["config"]["model"]["name"],
+        "throughput": outcome.run.get("throughput"),
     }

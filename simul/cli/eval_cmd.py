@@ -16,6 +16,7 @@ from simul.cli.common import (
     NeTokenizerOpt,
     NGpuLayersOpt,
     OverwriteOpt,
+    ParallelOpt,
     ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
@@ -43,6 +44,18 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool) -> None:
             f"NE tokenizer {outcome.scored.signatures.get('ne_tokenizer')}; "
             f"chrF {outcome.scored.signatures.get('chrf', '-')}",
         ]
+        throughput = outcome.run.get("throughput") or {}
+        if throughput.get("parallel", 1) > 1:
+            caption_lines.append(
+                f"--parallel {throughput['parallel']}: per-update times, TPS and speedup are batched "
+                "(forward passes shared by several streams), not single-user latency"
+            )
+        if throughput.get("updates"):
+            caption_lines.append(
+                f"throughput: {throughput['updates_per_second']:.2f} updates/s, "
+                f"{throughput['output_tokens_per_second']:.1f} output tokens/s of wall time "
+                f"({throughput['updates']} updates in {throughput['wall_seconds']:.1f} s)"
+            )
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {comet.get('reason')}")
         if outcome.run_dir:
@@ -108,6 +121,7 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         n_gpu_layers: NGpuLayersOpt = None,
+        parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
@@ -122,7 +136,9 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
+            engine=engine_settings(
+                model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+            ),
             limit=limit,
             out=out,
             resume=resume,

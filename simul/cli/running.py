@@ -29,6 +29,7 @@ def progress_bar(enabled: bool) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        TextColumn("{task.fields[rate]}"),
         console=err_console,
         disable=not enabled,
         transient=False,
@@ -43,6 +44,7 @@ def engine_settings(
     fuse: bool,
     verify_chunk: int,
     n_gpu_layers: int | None = None,
+    parallel: int = 1,
 ) -> EngineSettings:
     return EngineSettings(
         model=model,
@@ -52,6 +54,7 @@ def engine_settings(
         fuse=fuse,
         verify_chunk=verify_chunk,
         n_gpu_layers=n_gpu_layers,
+        parallel=parallel,
     )
 
 
@@ -67,12 +70,15 @@ def run_with_progress(
     reports what was done, and the command exits 130.
     """
     with progress_bar(show_progress(quiet)) as bar:
-        task = bar.add_task(label, total=None)
+        task = bar.add_task(label, total=None, rate="")
         try:
             return run_evaluation(
                 request,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 on_comet_loading=lambda: bar.update(task, description="scoring"),
+                on_throughput=lambda meter: bar.update(
+                    task, rate=f"{meter.updates_per_second:.1f} updates/s"
+                ),
             )
         except Interrupted as stop:
             bar.stop()

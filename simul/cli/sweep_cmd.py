@@ -16,6 +16,7 @@ from simul.cli.common import (
     NeTokenizerOpt,
     NGpuLayersOpt,
     OverwriteOpt,
+    ParallelOpt,
     ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
@@ -86,6 +87,7 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         n_gpu_layers: NGpuLayersOpt = None,
+        parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
@@ -104,7 +106,9 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
+            engine=engine_settings(
+                model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+            ),
             limit=limit,
             out=out,
             resume=resume,
