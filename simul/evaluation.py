@@ -301,6 +301,8 @@ def methods_for(
     baseline: bool,
     ending: str = "keep",
     resync: int = 0,
+    display: str = "mask",
+    agreement: int = 2,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -310,6 +312,8 @@ def methods_for(
         mask=mask,  # type: ignore[arg-type]
         ending=ending,  # type: ignore[arg-type]
         resync=resync,
+        display=display,  # type: ignore[arg-type]
+        agreement=agreement,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

@@ -1,4 +1,5 @@
-"""What a decoding method is: RT, SSBD(beta) or CD, with optional output or display-only mask-k."""
+"""What a decoding method is: RT, SSBD(beta) or CD, with optional output or display-only mask-k, and the
+display policy (mask-k, or LocalAgreement-n)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from simul.errors import UsageError
 MethodName = Literal["rt", "ssbd", "cd"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
+DisplayPolicy = Literal["mask", "local-agreement"]
+DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
@@ -41,6 +44,10 @@ class Method:
     mask: MaskMode = "display"
     ending: Ending = "keep"
     resync: int = 0
+    # What the viewer sees: "mask" (the output, without its last mask_k tokens at non-final steps) or
+    # "local-agreement" (the longest common prefix of the last ``agreement`` outputs; simul.display)
+    display: DisplayPolicy = "mask"
+    agreement: int = 2
 
     def __post_init__(self) -> None:
         if self.name not in METHOD_NAMES:
@@ -60,6 +67,18 @@ class Method:
             raise UsageError(f"--ending must be one of {', '.join(ENDINGS)}, got {self.ending!r}")
         if self.resync < 0:
             raise UsageError(f"--resync must be 0 (off) or an n-gram size, got {self.resync}")
+        if self.display not in DISPLAY_POLICIES:
+            raise UsageError(f"--display must be mask or local-agreement, got {self.display!r}")
+        if self.display == "local-agreement":
+            if self.agreement < 1:
+                raise UsageError(f"--agreement must be 1 or more, got {self.agreement}")
+            if self.mask_k and self.mask == "display":
+                raise UsageError(
+                    "--display local-agreement replaces display-only mask-k: drop --mask-k, or pass "
+                    "--mask output to shorten the drafts as well"
+                )
+        elif self.agreement != 2:
+            object.__setattr__(self, "agreement", 2)
         if self.name == "rt" and (self.ending != "keep" or self.resync):
             raise UsageError("--ending and --resync act on the draft; RT has none")
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
@@ -81,6 +100,8 @@ class Method:
             base += f"+{self.ending}-ending"
         if self.resync:
             base += f"+resync{self.resync}"
+        if self.display == "local-agreement":
+            base += f"+LA{self.agreement}"
         return base
 
     @property
@@ -95,10 +116,12 @@ class Method:
             parts.append(f"{self.ending}-ending")
         if self.resync:
             parts.append(f"resync{self.resync}")
+        if self.display == "local-agreement":
+            parts.append(f"la{self.agreement}")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "beta": self.beta,
             "mask_k": self.mask_k,
@@ -106,6 +129,10 @@ class Method:
             "ending": self.ending,
             "resync": self.resync,
         }
+        if self.display != "mask":  # runs made before display policies read back unchanged
+            out["display"] = self.display
+            out["agreement"] = self.agreement
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Method:
@@ -116,4 +143,6 @@ class Method:
             mask=obj.get("mask", "display"),
             ending=obj.get("ending", "keep"),
             resync=int(obj.get("resync", 0)),
+            display=obj.get("display", "mask"),
+            agreement=int(obj.get("agreement", 2)),
         )

@@ -109,6 +109,16 @@ def register(app: typer.Typer) -> None:
                 help="After a divergence, re-draft from the previous output on an n-gram match (0: off)."
             ),
         ] = 0,
+        display: Annotated[
+            str,
+            typer.Option(
+                help="What the viewer sees at non-final steps: mask (the output without its last --mask-k "
+                "tokens) or local-agreement (what the last --agreement outputs agree on)."
+            ),
+        ] = "mask",
+        agreement: Annotated[
+            int, typer.Option(help="n of LocalAgreement-n (with --display local-agreement).")
+        ] = 2,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
@@ -135,7 +145,7 @@ def register(app: typer.Typer) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
-            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync),
+            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync, display, agreement),
             engine=engine_settings(
                 model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
             ),

@@ -74,6 +74,13 @@ def register(app: typer.Typer) -> None:
         mask: Annotated[
             str, typer.Option(help="Mask modes to sweep: display and/or output.")
         ] = "display,output",
+        local_agreement: Annotated[
+            str,
+            typer.Option(
+                "--local-agreement",
+                help="n values of LocalAgreement-n display rows at --mask-beta, comma-separated (0: none).",
+            ),
+        ] = "0",
         mask_beta: Annotated[float, typer.Option(help="The SSBD bias used for the mask-k table.")] = 0.2,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
         streams: Annotated[
@@ -102,7 +109,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--beta values must be between 0 and 1")
         ks = parse_ints(mask_k, "--mask-k")
         masks = parse_masks(mask)
-        methods = sweep_methods(betas, ks, masks, cd, mask_beta)
+        agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
+        methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,

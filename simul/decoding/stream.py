@@ -37,6 +37,7 @@ from simul.decoding.acceptance import accepts
 from simul.decoding.drafts import find_ngram, is_ending_piece
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
+from simul.display.local_agreement import local_agreement
 from simul.display.mask import hide_last
 from simul.errors import SimulError
 from simul.languages import get_language
@@ -139,9 +140,13 @@ class StreamDecoder:
         # the stream, each step keeps what it can of the previous step's cache.
         seq.start_from(self.start_prefix(stream))
         draft: list[int] = []
+        unspaced = get_language(stream.tgt).unspaced
         for index, step in enumerate(stream.steps):
             record = yield from self.step_passes(stream, index, draft if self.method.uses_draft else [], seq)
             result.steps.append(record)
+            if self.method.display == "local-agreement" and not step.final:
+                outputs = [s.output for s in result.steps]
+                record.display = local_agreement(outputs, self.method.agreement, unspaced)
             output = record.output_ids
             k = self.method.mask_k
             if k and self.method.mask == "output" and not step.final:
