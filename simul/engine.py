@@ -2,24 +2,30 @@
 
 Methods are interleaved stream by stream (RT on stream 1, then SSBD on stream 1, then RT on stream 2, ...)
 so that slow drifts of the machine (heat, other load) fall on every method alike and the speedup stays fair.
+With ``parallel`` N > 1, N streams are decoded at once, each on its own sequence of one context, every
+method in turn on it, and their forward passes are batched (simul.scheduler); results are still handed on
+in stream order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simul.backend import ContextOverflowError, LlamaBackend
+from simul.backend.sequence import KVSequence
 from simul.cpu_usage import CpuMeter
 from simul.decoding import StreamDecoder, StreamResult
+from simul.decoding.passes import Passes
 from simul.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
-from simul.errors import SimulError
+from simul.errors import SimulError, UsageError
 from simul.hashing import cached_sha256
 from simul.languages import get_language
 from simul.methods import Method
+from simul.scheduler import BatchScheduler
 from simul.streams.format import Stream
 from simul.templates import PRESETS, Template, chat_template, get_template
 from simul.threads import choose_threads
@@ -36,6 +42,7 @@ class EngineSettings:
     fuse: bool = False  # evaluate the rest of the prompt and the draft in one forward pass
     verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
+    parallel: int = 1  # streams decoded at once, their forward passes batched
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -87,34 +94,39 @@ class Engine:
         )
 
     def preflight(self, streams: Sequence[Stream]) -> None:
-        """Check, before decoding anything, that every step of every stream fits the context window.
+        """Check, before decoding anything, that every step of every stream fits the context window, and with
+        ``parallel`` N > 1 make the context N sequences, each as long as the longest stream needs (rounded up
+        to 256 positions, at most --n-ctx); this fails with a clear message when the memory is not there.
 
         A step needs its prompt plus the output length cap (``max_len_ratio`` x source tokens +
         ``max_len_slack``): that is all that can be known before decoding. Every stream that does not fit is
         named, with the positions it needs, and the ``--n-ctx`` (a power of two) that would fit them all.
         """
+        if self.settings.parallel < 1:
+            raise UsageError(f"--parallel must be 1 or more, got {self.settings.parallel}")
         decoder = self.decoder(Method("rt"))
         n_ctx = self.backend.n_ctx
         too_long: list[tuple[str, int]] = []
+        longest = 0
         for stream in streams:
-            need = max(
-                len(decoder.tokenize_prompt(decoder.prompt_for(stream, step.source)))
-                + decoder.max_output_tokens(step.source)
-                for step in stream.steps
-            )
+            need = decoder.positions_needed(stream)
+            longest = max(longest, need)
             if need > n_ctx:
                 too_long.append((stream.id, need))
-        if not too_long:
-            return
-        most = max(need for _, need in too_long)
-        shown = ", ".join(f"{sid} ({need})" for sid, need in too_long[:10])
-        more = f" and {len(too_long) - 10} more" if len(too_long) > 10 else ""
-        cap = f"{self.settings.max_len_ratio:g} x source tokens + {self.settings.max_len_slack}"
-        raise ContextOverflowError(
-            f"{len(too_long)} of {len(streams)} streams do not fit the context window of {n_ctx} positions "
-            f"(prompt plus up to {cap} output tokens; positions needed in brackets): {shown}{more}; "
-            f"pass --n-ctx {1 << (most - 1).bit_length()}, or leave those streams out (split long segments)"
-        )
+        if too_long:
+            most = max(need for _, need in too_long)
+            shown = ", ".join(f"{sid} ({need})" for sid, need in too_long[:10])
+            more = f" and {len(too_long) - 10} more" if len(too_long) > 10 else ""
+            cap = f"{self.settings.max_len_ratio:g} x source tokens + {self.settings.max_len_slack}"
+            raise ContextOverflowError(
+                f"{len(too_long)} of {len(streams)} streams do not fit the context window of {n_ctx} "
+                f"positions (prompt plus up to {cap} output tokens; positions needed in brackets): "
+                f"{shown}{more}; pass --n-ctx {1 << (most - 1).bit_length()}, or leave those streams out "
+                "(split long segments)"
+            )
+        n_seq = min(self.settings.parallel, len(streams))
+        if n_seq > 1:
+            self.backend.configure(n_seq, min(n_ctx, -(-longest // 256) * 256))
 
     def run(
         self,
@@ -124,12 +136,50 @@ class Engine:
         meter: CpuMeter | None = None,
     ) -> None:
         decoders = [self.decoder(method) for method in methods]
-        for stream in streams:
-            results = []
-            for method, decoder in zip(methods, decoders, strict=True):
-                with meter.measure(method.key) if meter is not None else nullcontext():
-                    results.append(decoder.decode(stream))
-            on_stream(stream, results)
+        if self.backend.n_seq == 1:
+            for stream in streams:
+                results = []
+                for method, decoder in zip(methods, decoders, strict=True):
+                    with meter.measure(method.key) if meter is not None else nullcontext():
+                        results.append(decoder.decode(stream))
+                on_stream(stream, results)
+            return
+        # Batched, the methods share every forward pass: each is measured over the whole run (the CPU/wall
+        # ratio that marks unreliable timings is the same for all of them).
+        with ExitStack() as measuring:
+            if meter is not None:
+                for method in methods:
+                    measuring.enter_context(meter.measure(method.key))
+            self._run_batched(list(streams), decoders, on_stream)
+
+    def _run_batched(
+        self,
+        streams: list[Stream],
+        decoders: list[StreamDecoder],
+        on_stream: Callable[[Stream, list[StreamResult]], None],
+    ) -> None:
+        def job(stream: Stream) -> Callable[[KVSequence], Passes[list[StreamResult]]]:
+            def machine(seq: KVSequence) -> Passes[list[StreamResult]]:
+                results = []
+                for decoder in decoders:
+                    results.append((yield from decoder.stream_steps(stream, seq)))
+                return results
+
+            return machine
+
+        # Streams finish out of order; they are handed on in order, so run files read as with N = 1.
+        done: dict[int, list[StreamResult]] = {}
+        next_index = 0
+
+        def on_done(index: int, results: list[StreamResult]) -> None:
+            nonlocal next_index
+            done[index] = results
+            while next_index in done:
+                on_stream(streams[next_index], done.pop(next_index))
+                next_index += 1
+
+        scheduler: BatchScheduler[int, list[StreamResult]] = BatchScheduler(self.backend)
+        scheduler.run(((i, job(s)) for i, s in enumerate(streams)), on_done)
 
     def describe(self, sample: Stream | None = None) -> dict[str, Any]:
         """What a run records about the model and prompt."""

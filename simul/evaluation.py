@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -70,6 +71,48 @@ class EvalOutcome:
 
 
 ProgressHook = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass
+class Throughput:
+    """Evaluation throughput of this process: updates and output tokens per second of wall time.
+
+    Under ``parallel`` N > 1 this is the figure that matters; per-update times are then batched (each
+    update shares its forward passes with other streams) and are not single-user latencies.
+    """
+
+    parallel: int
+    started: float = field(default_factory=time.perf_counter)
+    updates: int = 0
+    output_tokens: int = 0
+    streams: int = 0
+
+    def add(self, results: list[StreamResult]) -> None:
+        self.streams += 1
+        for result in results:
+            self.updates += len(result.steps)
+            self.output_tokens += sum(len(s.output_ids) for s in result.steps)
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def updates_per_second(self) -> float:
+        elapsed = self.seconds
+        return self.updates / elapsed if elapsed > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        elapsed = self.seconds
+        return {
+            "parallel": self.parallel,
+            "streams": self.streams,
+            "wall_seconds": round(elapsed, 3),
+            "updates": self.updates,
+            "output_tokens": self.output_tokens,
+            "updates_per_second": round(self.updates / elapsed, 3) if elapsed > 0 else 0.0,
+            "output_tokens_per_second": round(self.output_tokens / elapsed, 3) if elapsed > 0 else 0.0,
+        }
 
 
 def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
@@ -161,13 +204,14 @@ def run_evaluation(
     engine: Engine | None = None,
     progress: ProgressHook | None = None,
     on_comet_loading: Callable[[], None] | None = None,
+    on_throughput: Callable[[Throughput], None] | None = None,
 ) -> EvalOutcome:
     """Decode, write and score. KeyboardInterrupt marks the run interrupted and is re-raised as
     :class:`Interrupted` carrying the partial outcome. The run directory, if any, is locked throughout."""
     check_request(request)
     streams = load_stream_set(request.streams_path, request.limit)
     with locked_run_dir(request.out):
-        return _evaluate(request, streams, engine, progress, on_comet_loading)
+        return _evaluate(request, streams, engine, progress, on_comet_loading, on_throughput)
 
 
 @contextmanager
@@ -194,6 +238,7 @@ def _evaluate(
     engine: Engine | None,
     progress: ProgressHook | None,
     on_comet_loading: Callable[[], None] | None,
+    on_throughput: Callable[[Throughput], None] | None,
 ) -> EvalOutcome:
     selection = select(streams, request.shard) if request.shard is not None else None
     if selection is not None:
@@ -243,6 +288,7 @@ def _evaluate(
             "fuse": engine.settings.fuse,
             "verify_chunk": engine.settings.verify_chunk,
             "n_gpu_layers": engine.backend.n_gpu_layers,
+            "parallel": engine.backend.n_seq,
             "ne_tokenizer": ne_tok,
             "comet_model": request.comet_model,
             "comet_batch_size": request.comet_batch_size,
@@ -287,8 +333,15 @@ def _evaluate(
         if progress:
             progress(finished, len(streams))
 
+        rate = Throughput(parallel=engine.backend.n_seq)
+        run["throughput"] = rate.to_json()
+
         def on_stream(stream: Stream, stream_results: list[StreamResult]) -> None:
             nonlocal finished
+            rate.add(stream_results)
+            run["throughput"] = rate.to_json()
+            if on_throughput:
+                on_throughput(rate)
             normalised = [normalise(r) for r in stream_results]
             if writer is not None:
                 writer.append(stream.id, normalised)
@@ -392,6 +445,8 @@ def methods_for(
     ending: str = "keep",
     resync: int = 0,
     target_bias: float = 0.0,
+    display: str = "mask",
+    agreement: int = 2,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -402,6 +457,8 @@ def methods_for(
         ending=ending,  # type: ignore[arg-type]
         resync=resync,
         target_bias=target_bias,
+        display=display,  # type: ignore[arg-type]
+        agreement=agreement,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):
@@ -429,4 +486,5 @@ def summary_json(outcome: EvalOutcome) -> dict[str, Any]:
         "comet": outcome.scored.comet,
         "model": outcome.run["config"]["model"]["name"],
         "timing_unreliable": TimingNotes.from_run(outcome.run).unreliable,
+        "throughput": outcome.run.get("throughput"),
     }

@@ -1,4 +1,5 @@
-"""What a decoding method is: RT, SSBD(beta) or CD, with optional output or display-only mask-k."""
+"""What a decoding method is: RT, SSBD(beta) or CD, with optional output or display-only mask-k, and the
+display policy (mask-k, or LocalAgreement-n)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
 METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")  # what simul decodes
 EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
+DisplayPolicy = Literal["mask", "local-agreement"]
+DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
 
@@ -54,6 +57,10 @@ class Method:
     resync: int = 0
     system: str | None = None
     target_bias: float = 0.0
+    # What the viewer sees: "mask" (the output, without its last mask_k tokens at non-final steps) or
+    # "local-agreement" (the longest common prefix of the last ``agreement`` outputs; simul.display)
+    display: DisplayPolicy = "mask"
+    agreement: int = 2
 
     def __post_init__(self) -> None:
         if self.name == EXTERNAL:
@@ -96,6 +103,18 @@ class Method:
             raise UsageError("--target-bias-beta biases decoding toward a rejected draft; only SSBD has one")
         if self.target_bias and self.resync:
             raise UsageError("--target-bias-beta and --resync both act on the rest of the draft; choose one")
+        if self.display not in DISPLAY_POLICIES:
+            raise UsageError(f"--display must be mask or local-agreement, got {self.display!r}")
+        if self.display == "local-agreement":
+            if self.agreement < 1:
+                raise UsageError(f"--agreement must be 1 or more, got {self.agreement}")
+            if self.mask_k and self.mask == "display":
+                raise UsageError(
+                    "--display local-agreement replaces display-only mask-k: drop --mask-k, or pass "
+                    "--mask output to shorten the drafts as well"
+                )
+        elif self.agreement != 2:
+            object.__setattr__(self, "agreement", 2)
         if self.name == "rt" and (self.ending != "keep" or self.resync):
             raise UsageError("--ending and --resync act on the draft; RT has none")
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
@@ -121,6 +140,8 @@ class Method:
             base += f"+resync{self.resync}"
         if self.target_bias:
             base += f"+target-bias{self.target_bias:g}"
+        if self.display == "local-agreement":
+            base += f"+LA{self.agreement}"
         return base
 
     @property
@@ -139,6 +160,8 @@ class Method:
             parts.append(f"resync{self.resync}")
         if self.target_bias:
             parts.append(f"tb{self.target_bias:g}")
+        if self.display == "local-agreement":
+            parts.append(f"la{self.agreement}")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -154,6 +177,9 @@ class Method:
             out["system"] = self.system
         if self.target_bias:  # only when on, so run files written before the option read back unchanged
             out["target_bias"] = self.target_bias
+        if self.display != "mask":  # runs made before display policies read back unchanged
+            out["display"] = self.display
+            out["agreement"] = self.agreement
         return out
 
     @classmethod
@@ -167,4 +193,6 @@ class Method:
             resync=int(obj.get("resync", 0)),
             system=obj.get("system"),
             target_bias=float(obj.get("target_bias", 0.0)),
+            display=obj.get("display", "mask"),
+            agreement=int(obj.get("agreement", 2)),
         )

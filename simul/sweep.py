@@ -43,9 +43,15 @@ def parse_masks(text: str) -> list[str]:
 
 
 def sweep_methods(
-    betas: Sequence[float], mask_ks: Sequence[int], masks: Sequence[str], cd: bool, mask_beta: float
+    betas: Sequence[float],
+    mask_ks: Sequence[int],
+    masks: Sequence[str],
+    cd: bool,
+    mask_beta: float,
+    agreements: Sequence[int] = (),
 ) -> list[Method]:
-    """RT; SSBD at every beta; CD if asked; SSBD(mask_beta) with every mask-k > 0 in every mask mode."""
+    """RT; SSBD at every beta; CD if asked; SSBD(mask_beta) with every mask-k > 0 in every mask mode, and
+    with LocalAgreement-n for every n in ``agreements``."""
     methods = [Method("rt")]
     methods += [Method("ssbd", beta=b) for b in betas]
     if cd:
@@ -54,6 +60,8 @@ def sweep_methods(
         for k in mask_ks:
             if k > 0:
                 methods.append(Method("ssbd", beta=mask_beta, mask_k=k, mask=mode))  # type: ignore[arg-type]
+    for n in agreements:
+        methods.append(Method("ssbd", beta=mask_beta, display="local-agreement", agreement=n))
     seen: set[str] = set()
     unique = []
     for m in methods:
@@ -82,7 +90,14 @@ def _beta_label(m: dict[str, Any]) -> str:
 
 def table4_rows(methods: Sequence[dict[str, Any]], mask_beta: float) -> list[dict[str, Any]]:
     """SSBD(mask_beta) without masking, then with output mask-k, then with display-only mask-k."""
-    base = [m for m in methods if m["name"] == "ssbd" and m["beta"] == mask_beta and not m["mask_k"]]
+    base = [
+        m
+        for m in methods
+        if m["name"] == "ssbd"
+        and m["beta"] == mask_beta
+        and not m["mask_k"]
+        and m.get("display", "mask") == "mask"
+    ]
     rows = [{**m, "label": "-"} for m in base]
     for mode, title in (("output", "+mask-k"), ("display", "+display-only mask-k")):
         group = [
@@ -91,6 +106,15 @@ def table4_rows(methods: Sequence[dict[str, Any]], mask_beta: float) -> list[dic
             if m["name"] == "ssbd" and m["beta"] == mask_beta and m["mask_k"] and m["mask"] == mode
         ]
         rows += [{**m, "label": f"{title} {m['mask_k']}"} for m in sorted(group, key=lambda m: m["mask_k"])]
+    agreeing = [
+        m
+        for m in methods
+        if m["name"] == "ssbd" and m["beta"] == mask_beta and m.get("display") == "local-agreement"
+    ]
+    rows += [
+        {**m, "label": f"+LocalAgreement-{m['agreement']}"}
+        for m in sorted(agreeing, key=lambda m: m["agreement"])
+    ]
     return rows
 
 

@@ -300,18 +300,18 @@ def test_pass_counts_match_the_forward_passes(tiny_backend: LlamaBackend, method
     tiny_backend.reset()
     decoder = StreamDecoder(tiny_backend, TEMPLATE, method)
     single = 0
-    real_eval = tiny_backend.eval
+    real_eval_many = tiny_backend.eval_many
 
-    def counting_eval(tokens: list[int], logits_from: int | None = None) -> object:
+    def counting_eval_many(requests: list[tuple[object, list[int], int | None]]) -> object:
         nonlocal single
-        single += len(tokens) == 1 and logits_from == 0
-        return real_eval(tokens, logits_from=logits_from)
+        single += sum(len(tokens) == 1 and logits_from == 0 for _, tokens, logits_from in requests)
+        return real_eval_many(requests)  # type: ignore[arg-type]
 
-    tiny_backend.eval = counting_eval  # type: ignore[assignment,method-assign]
+    tiny_backend.eval_many = counting_eval_many  # type: ignore[assignment,method-assign]
     try:
         results = [decoder.decode(s) for s in streams]
     finally:
-        del tiny_backend.eval
+        del tiny_backend.eval_many
     steps = [step for result in results for step in result.steps]
     decode_passes = sum(s.decode_passes for s in steps)
     verify_rows = sum(s.verify_rows for s in steps)

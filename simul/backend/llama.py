@@ -3,13 +3,15 @@
 The high-level ``llama_cpp.Llama`` keeps its own token history and asks for logits it does not need; here the
 decoders decide exactly which positions get logits (a logit row over a 262k vocabulary is 1 MB), the KV cache
 is truncated exactly with ``llama_memory_seq_rm``, and the tokens whose keys and values are in the cache are
-tracked so that the longest common prefix with the next sequence is reused.
+tracked (per sequence, see sequence.py) so that the longest common prefix with the next prompt is reused.
+One context holds one sequence, or several (``configure``) that share each forward pass (``eval_many``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
@@ -20,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simul.backend.devices import list_devices, resolve_gpu_layers
+from simul.backend.sequence import KVSequence
 from simul.errors import SimulError
 from simul.openmp import choose_wait_policy
 from simul.threads import default_threads
@@ -98,7 +101,10 @@ class ModelInfo:
 
 
 class LlamaBackend:
-    """One llama.cpp model and context, sequence 0 only, with the cache contents tracked as tokens."""
+    """One llama.cpp model and context with ``n_seq`` sequences (one unless configured otherwise).
+
+    The methods on the backend itself (``cache``, ``eval``, ``truncate``, ...) act on sequence 0.
+    """
 
     def __init__(
         self,
@@ -132,44 +138,10 @@ class LlamaBackend:
         n_ctx_train = int(lib.llama_model_n_ctx_train(model))  # type: ignore[attr-defined]
         if n_ctx_train > 0 and n_ctx > n_ctx_train:
             n_ctx = n_ctx_train
-        cparams = lib.llama_context_default_params()  # type: ignore[attr-defined]
-        cparams.n_ctx = n_ctx
-        cparams.n_batch = n_ctx  # any evaluation fits one llama_decode call
-        cparams.n_ubatch = min(512, n_ctx)
-        cparams.n_seq_max = 1
-        cparams.n_threads = self.n_threads
-        cparams.n_threads_batch = self.n_threads
-        cparams.no_perf = True
-        # Keep the whole sliding-window cache so that truncating to any position stays exact (gemma-3).
-        cparams.swa_full = True
-        ctx = lib.llama_init_from_model(model, cparams)  # type: ignore[attr-defined]
-        if not ctx:
-            lib.llama_model_free(model)  # type: ignore[attr-defined]
-            raise SimulError(f"llama.cpp could not create a context of {n_ctx} tokens for {model_path}")
-        self._ctx = ctx
-        self._memory = lib.llama_get_memory(ctx)  # type: ignore[attr-defined]
-        # llama.cpp may round the context up (to a multiple of 256) but keeps n_batch as asked: one
-        # llama_decode call must fit n_batch, so the usable window is the smaller of the two.
-        self.n_ctx = min(
-            int(lib.llama_n_ctx(ctx)),  # type: ignore[attr-defined]
-            int(lib.llama_n_batch(ctx)),  # type: ignore[attr-defined]
-        )
-        self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)  # type: ignore[attr-defined]
-        cap = self.n_ctx
-        self._tok = np.ctypeslib.as_array(self._batch.token, shape=(cap,))
-        self._pos = np.ctypeslib.as_array(self._batch.pos, shape=(cap,))
-        self._nseq = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(cap,))
-        self._want = np.ctypeslib.as_array(
-            ctypes.cast(self._batch.logits, ctypes.POINTER(ctypes.c_int8)), shape=(cap,)
-        )
-        self._nseq[:] = 1
-        for i in range(cap):
-            self._batch.seq_id[i][0] = 0
-        self.cache: list[int] = []
-        # The canonical start state (see start_from): the prefix last evaluated there, and how many leading
-        # cache positions still hold it exactly as that evaluation left them.
-        self._canonical: list[int] = []
-        self._canonical_len = 0
+        self._ctx: object = None
+        self._batch: object = None
+        self.sequences: list[KVSequence] = []
+        self._create_context(n_ctx, 1)
         self._pieces: dict[int, bytes] = {}
         self._tokens: OrderedDict[tuple[str, bool, bool], tuple[int, ...]] = OrderedDict()
         self._eog: dict[int, bool] = {}
@@ -186,9 +158,59 @@ class LlamaBackend:
             eos_token=self._special_text(lib.llama_vocab_eos(self._vocab)),  # type: ignore[attr-defined]
         )
 
-    # -- lifetime -------------------------------------------------------------------------------------------
+    # -- the context ----------------------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def _create_context(self, n_ctx: int, n_seq: int) -> None:
+        """A context of ``n_ctx`` positions for ``n_seq`` sequences (each gets ``n_ctx / n_seq`` of them)."""
+        lib = self._lib
+        cparams = lib.llama_context_default_params()  # type: ignore[attr-defined]
+        cparams.n_ctx = n_ctx
+        cparams.n_batch = n_ctx  # any evaluation fits one llama_decode call
+        cparams.n_ubatch = min(512, n_ctx)
+        cparams.n_seq_max = n_seq
+        cparams.n_threads = self.n_threads
+        cparams.n_threads_batch = self.n_threads
+        cparams.no_perf = True
+        # Keep the whole sliding-window cache so that truncating to any position stays exact (gemma-3).
+        cparams.swa_full = True
+        ctx = lib.llama_init_from_model(self._model, cparams)  # type: ignore[attr-defined]
+        if not ctx:
+            reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
+            what = f"{n_ctx} tokens" if n_seq == 1 else f"{n_seq} sequences ({n_ctx} tokens in all)"
+            hint = "lower --parallel or --n-ctx" if n_seq > 1 else "lower --n-ctx"
+            raise SimulError(
+                f"llama.cpp could not create a context of {what} for {self.model_path}: {hint}"
+                + (f" ({reason})" if reason else "")
+            )
+        self._ctx = ctx
+        self._memory = lib.llama_get_memory(ctx)  # type: ignore[attr-defined]
+        self.n_seq = n_seq
+        # llama.cpp may round the context up (to a multiple of 256) but keeps n_batch as asked: one
+        # llama_decode call must fit n_batch, so the usable window is the smaller of the two.
+        n_batch = int(lib.llama_n_batch(ctx))  # type: ignore[attr-defined]
+        if n_seq == 1:
+            self.n_ctx = min(int(lib.llama_n_ctx(ctx)), n_batch)  # type: ignore[attr-defined]
+        else:
+            self.n_ctx = min(int(lib.llama_n_ctx_seq(ctx)), n_batch // n_seq)  # type: ignore[attr-defined]
+        self.n_ctx_total = self.n_ctx * n_seq
+        cap = n_batch
+        self._batch = lib.llama_batch_init(cap, 0, 1)  # type: ignore[attr-defined]
+        batch = self._batch
+        self._batch_cap = cap
+        self._tok = np.ctypeslib.as_array(batch.token, shape=(cap,))  # type: ignore[attr-defined]
+        self._pos = np.ctypeslib.as_array(batch.pos, shape=(cap,))  # type: ignore[attr-defined]
+        self._nseq = np.ctypeslib.as_array(batch.n_seq_id, shape=(cap,))  # type: ignore[attr-defined]
+        self._want = np.ctypeslib.as_array(
+            ctypes.cast(batch.logits, ctypes.POINTER(ctypes.c_int8)),  # type: ignore[attr-defined]
+            shape=(cap,),
+        )
+        self._nseq[:] = 1
+        for i in range(cap):
+            batch.seq_id[i][0] = 0  # type: ignore[attr-defined]
+        self._row_seq = [0] * cap  # the sequence id written in each batch row
+        self.sequences = [KVSequence(self, i, self.n_ctx) for i in range(n_seq)]
+
+    def _free_context(self) -> None:
         lib = self._lib
         if getattr(self, "_batch", None) is not None:
             lib.llama_batch_free(self._batch)  # type: ignore[attr-defined]
@@ -196,6 +218,41 @@ class LlamaBackend:
         if getattr(self, "_ctx", None):
             lib.llama_free(self._ctx)  # type: ignore[attr-defined]
             self._ctx = None
+
+    def kv_bytes(self, n_ctx: int) -> int:
+        """An estimate of the KV cache for ``n_ctx`` positions: keys and values in f16 in every layer."""
+        lib = self._lib
+        n_embd = int(lib.llama_model_n_embd(self._model))  # type: ignore[attr-defined]
+        n_head = max(1, int(lib.llama_model_n_head(self._model)))  # type: ignore[attr-defined]
+        n_head_kv = int(lib.llama_model_n_head_kv(self._model))  # type: ignore[attr-defined]
+        return 2 * 2 * self.n_layers * n_ctx * (n_embd // n_head) * n_head_kv
+
+    def configure(self, n_seq: int, n_ctx: int) -> None:
+        """Replace the context by one of ``n_seq`` sequences of ``n_ctx`` positions each.
+
+        Fails with a clear message, before anything is decoded, when the memory is not there.
+        """
+        if n_seq < 1:
+            raise ValueError(f"n_seq={n_seq}")
+        if n_seq == self.n_seq and n_ctx == self.n_ctx:
+            return
+        total = n_seq * n_ctx
+        available = _memory_available()
+        need = self.kv_bytes(total)
+        if self.n_gpu_layers == 0 and available is not None and need > available:
+            raise SimulError(
+                f"{n_seq} sequences of {n_ctx} tokens need about {need / 2**30:.1f} GiB of KV cache, but "
+                f"{available / 2**30:.1f} GiB of memory is available: lower --parallel or --n-ctx"
+            )
+        self._free_context()
+        self._create_context(total, n_seq)
+        self.info = dataclasses.replace(self.info, n_ctx=self.n_ctx)
+
+    # -- lifetime -------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        lib = self._lib
+        self._free_context()
         if getattr(self, "_model", None):
             lib.llama_model_free(self._model)  # type: ignore[attr-defined]
             self._model = None
@@ -297,58 +354,30 @@ class LlamaBackend:
             self._eog[token] = cached
         return cached
 
-    # -- the KV cache ---------------------------------------------------------------------------------------
+    # -- the KV cache (sequence 0; see KVSequence) ----------------------------------------------------------
+
+    @property
+    def cache(self) -> list[int]:
+        return self.sequences[0].cache
+
+    def sequence(self, index: int = 0) -> KVSequence:
+        return self.sequences[index]
+
+    def remove(self, seq_id: int, p0: int) -> bool:
+        """Drop the positions >= ``p0`` of one sequence (llama_memory_seq_rm); False if it cannot."""
+        return bool(self._lib.llama_memory_seq_rm(self._memory, seq_id, p0, -1))  # type: ignore[attr-defined]
 
     def truncate(self, n: int) -> bool:
-        """Drop every cached position >= n, exactly.
-
-        Returns False when the model's memory cannot drop part of a sequence (recurrent architectures); the
-        cache is then cleared and the caller must evaluate again from position 0.
-        """
-        if n >= len(self.cache):
-            return True
-        ok = self._lib.llama_memory_seq_rm(self._memory, 0, n, -1)  # type: ignore[attr-defined]
-        if not ok:
-            self.reset()
-            return False
-        del self.cache[n:]
-        self._canonical_len = min(self._canonical_len, n)
-        return True
+        """Drop every cached position >= n of sequence 0, exactly (see KVSequence.truncate)."""
+        return self.sequences[0].truncate(n)
 
     def start_from(self, prefix: Sequence[int]) -> None:
-        """Bring the cache to the canonical start state of a stream: exactly ``prefix``, evaluated on its own
-        in one forward pass from an empty cache.
-
-        llama.cpp's keys and values (and so the logits after them) differ in the last bits with the shape of
-        the batch that computed them, so a prompt prefix kept from another stream's evaluation is not the
-        same state as the prefix evaluated afresh, and greedy choices at near-ties flip. Starting every
-        stream from this one state makes its outputs a function of the stream alone: whatever ran before,
-        the prefix is either the very evaluation kept (truncated back to it, which is exact) or the same
-        evaluation made again.
-        """
-        prefix = list(prefix)
-        n = len(prefix)
-        if self._canonical == prefix and self._canonical_len == n and self.truncate(n):
-            return
-        self.reset()
-        if prefix:
-            self.eval(prefix, logits_from=None)
-        self._canonical = prefix
-        self._canonical_len = n
+        """Bring sequence 0 to the canonical start state of a stream (see KVSequence.start_from)."""
+        self.sequences[0].start_from(prefix)
 
     def reuse_prefix(self, tokens: Sequence[int], keep_last: bool = True) -> int:
-        """Keep the longest common prefix of the cache and ``tokens``; returns how many positions were kept.
-
-        With ``keep_last`` at least the last token of ``tokens`` is left to evaluate, so that its logits
-        can be asked for.
-        """
-        limit = min(len(self.cache), len(tokens) - (1 if keep_last else 0))
-        n = 0
-        cache = self.cache
-        while n < limit and cache[n] == tokens[n]:
-            n += 1
-        self.truncate(n)
-        return len(self.cache)
+        """Keep the longest common prefix of sequence 0 and ``tokens`` (see KVSequence.reuse_prefix)."""
+        return self.sequences[0].reuse_prefix(tokens, keep_last)
 
     def warm_up(self) -> None:
         """Run a batch and a one-token pass once, so that the first measured update does not pay for paging
@@ -360,43 +389,88 @@ class LlamaBackend:
         self.reset()
 
     def reset(self) -> None:
+        """Clear every sequence."""
         self._lib.llama_memory_clear(self._memory, True)  # type: ignore[attr-defined]
-        self.cache.clear()
-        self._canonical_len = 0
+        for seq in self.sequences:
+            seq.forget()
 
     def eval(self, tokens: Sequence[int], logits_from: int | None = None) -> Logits | None:
-        """Append ``tokens`` to the cache in one forward pass.
+        """Append ``tokens`` to sequence 0 in one forward pass.
 
         Logits only for batch positions ``logits_from`` .. len(tokens) - 1 (for none: None).
         The returned array is a view of llama.cpp's buffer, valid until the next call: read it first.
         """
-        n = len(tokens)
-        if n == 0:
-            raise ValueError("eval of an empty batch")
-        start = len(self.cache)
-        if start + n > self.n_ctx:
-            raise ContextOverflowError(
-                f"{start + n} tokens do not fit the context window of {self.n_ctx}; pass a larger --n-ctx"
-            )
-        self._tok[:n] = tokens
-        self._pos[:n] = np.arange(start, start + n, dtype=np.int32)
-        self._want[:n] = 0
+        return self.eval_many([(self.sequences[0], tokens, logits_from)])[0]
+
+    def eval_many(
+        self, requests: Sequence[tuple[KVSequence, Sequence[int], int | None]]
+    ) -> list[Logits | None]:
+        """One forward pass that appends each request's tokens to its sequence.
+
+        Each request is (sequence, tokens, logits_from): logits only for its tokens ``logits_from`` ..
+        len(tokens) - 1 (for none: None). The returned arrays are views of llama.cpp's buffer, valid until
+        the next forward pass: read them first.
+        """
+        rows_of: list[tuple[int, int] | None] = []
+        row = 0
         n_out = 0
-        if logits_from is not None:
-            if not 0 <= logits_from < n:
-                raise ValueError(f"logits_from={logits_from} outside a batch of {n}")
-            self._want[logits_from:n] = 1
-            n_out = n - logits_from
-        self._batch.n_tokens = n
+        for seq, tokens, logits_from in requests:
+            n = len(tokens)
+            if n == 0:
+                raise ValueError("eval of an empty batch")
+            start = len(seq.cache)
+            if start + n > seq.n_ctx:
+                raise ContextOverflowError(
+                    f"{start + n} tokens do not fit the context window of {seq.n_ctx}; pass a larger --n-ctx"
+                )
+            if row + n > self._batch_cap:
+                raise ContextOverflowError(f"a batch of {row + n} tokens exceeds {self._batch_cap}")
+            self._tok[row : row + n] = tokens
+            self._pos[row : row + n] = np.arange(start, start + n, dtype=np.int32)
+            self._want[row : row + n] = 0
+            if self.n_seq > 1:
+                self._set_seq_ids(row, n, seq.seq_id)
+            if logits_from is None:
+                rows_of.append(None)
+            else:
+                if not 0 <= logits_from < n:
+                    raise ValueError(f"logits_from={logits_from} outside a batch of {n}")
+                self._want[row + logits_from : row + n] = 1
+                rows_of.append((n_out, n_out + n - logits_from))
+                n_out += n - logits_from
+            row += n
+        self._batch.n_tokens = row  # type: ignore[attr-defined]
         rc = self._lib.llama_decode(self._ctx, self._batch)  # type: ignore[attr-defined]
         if rc != 0:
+            where = (
+                f"at position {len(requests[0][0].cache)}" if len(requests) == 1 else "of several sequences"
+            )
             # The cache may hold part of the batch now; forget it rather than guess.
             self.reset()
-            raise SimulError(
-                f"llama_decode failed with code {rc} on a batch of {n} tokens at position {start}"
-            )
-        self.cache.extend(tokens)
+            raise SimulError(f"llama_decode failed with code {rc} on a batch of {row} tokens {where}")
+        for seq, tokens, _ in requests:
+            seq.cache.extend(tokens)
         if n_out == 0:
-            return None
+            return [None] * len(requests)
         ptr = self._lib.llama_get_logits(self._ctx)  # type: ignore[attr-defined]
-        return np.ctypeslib.as_array(ptr, shape=(n_out, self.n_vocab))
+        logits = np.ctypeslib.as_array(ptr, shape=(n_out, self.n_vocab))
+        return [None if span is None else logits[span[0] : span[1]] for span in rows_of]
+
+    def _set_seq_ids(self, row: int, n: int, seq_id: int) -> None:
+        seq_ids = self._batch.seq_id  # type: ignore[attr-defined]
+        written = self._row_seq
+        for i in range(row, row + n):
+            if written[i] != seq_id:
+                seq_ids[i][0] = seq_id
+                written[i] = seq_id
+
+
+def _memory_available() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (Linux), else None."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -155,6 +155,14 @@ NGpuLayersOpt = Annotated[
         "llama-cpp-python build supports GPU offload, else 0.",
     ),
 ]
+ParallelOpt = Annotated[
+    int,
+    typer.Option(
+        "--parallel",
+        help="Decode N streams at once, their forward passes batched in one context (per-update times are "
+        "then batched; throughput is reported). 1 keeps single-stream decoding.",
+    ),
+]
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an unfinished run in --out.")]
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite/--no-overwrite", help="Replace an existing run in --out.")

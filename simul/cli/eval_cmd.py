@@ -16,6 +16,7 @@ from simul.cli.common import (
     NeTokenizerOpt,
     NGpuLayersOpt,
     OverwriteOpt,
+    ParallelOpt,
     ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
@@ -66,6 +67,18 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:
                 caption_lines.append(line)
+        throughput = outcome.run.get("throughput") or {}
+        if throughput.get("parallel", 1) > 1:
+            caption_lines.append(
+                f"--parallel {throughput['parallel']}: per-update times, TPS and speedup are batched "
+                "(forward passes shared by several streams), not single-user latency"
+            )
+        if throughput.get("updates"):
+            caption_lines.append(
+                f"throughput: {throughput['updates_per_second']:.2f} updates/s, "
+                f"{throughput['output_tokens_per_second']:.1f} output tokens/s of wall time "
+                f"({throughput['updates']} updates in {throughput['wall_seconds']:.1f} s)"
+            )
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {markup(comet.get('reason'))}")
         if outcome.run_dir:
@@ -134,6 +147,16 @@ def register(app: typer.Typer) -> None:
                 "beta (the SSBD reference's --target-bias-beta; 0: off).",
             ),
         ] = 0.0,
+        display: Annotated[
+            str,
+            typer.Option(
+                help="What the viewer sees at non-final steps: mask (the output without its last --mask-k "
+                "tokens) or local-agreement (what the last --agreement outputs agree on)."
+            ),
+        ] = "mask",
+        agreement: Annotated[
+            int, typer.Option(help="n of LocalAgreement-n (with --display local-agreement).")
+        ] = 2,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
@@ -146,6 +169,7 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         n_gpu_layers: NGpuLayersOpt = None,
+        parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
@@ -167,8 +191,12 @@ def register(app: typer.Typer) -> None:
         scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
-            methods=methods_for(method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta),
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
+            methods=methods_for(
+                method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta, display, agreement
+            ),
+            engine=engine_settings(
+                model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+            ),
             limit=limit,
             out=out,
             resume=resume,

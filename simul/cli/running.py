@@ -33,6 +33,7 @@ def progress_bar(enabled: bool) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        TextColumn("{task.fields[rate]}"),
         console=err_console,
         disable=not enabled,
         transient=False,
@@ -111,6 +112,7 @@ def engine_settings(
     fuse: bool,
     verify_chunk: int,
     n_gpu_layers: int | None = None,
+    parallel: int = 1,
 ) -> EngineSettings:
     check_engine_options(n_ctx, threads, verify_chunk, template)
     return EngineSettings(
@@ -121,6 +123,7 @@ def engine_settings(
         fuse=fuse,
         verify_chunk=verify_chunk,
         n_gpu_layers=n_gpu_layers,
+        parallel=parallel,
     )
 
 
@@ -137,7 +140,7 @@ def run_with_progress(
     """
     plain = None if quiet or show_progress(quiet) else PlainProgress(label)
     with progress_bar(show_progress(quiet)) as bar:
-        task = bar.add_task(label, total=None)
+        task = bar.add_task(label, total=None, rate="")
 
         def on_progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
@@ -150,7 +153,14 @@ def run_with_progress(
                 plain.stage("scoring")
 
         try:
-            return run_evaluation(request, progress=on_progress, on_comet_loading=on_scoring)
+            return run_evaluation(
+                request,
+                progress=on_progress,
+                on_comet_loading=on_scoring,
+                on_throughput=lambda meter: bar.update(
+                    task, rate=f"{meter.updates_per_second:.1f} updates/s"
+                ),
+            )
         except Interrupted as stop:
             bar.stop()
             outcome = stop.outcome

@@ -16,6 +16,7 @@ from simul.cli.common import (
     NeTokenizerOpt,
     NGpuLayersOpt,
     OverwriteOpt,
+    ParallelOpt,
     ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
@@ -86,6 +87,13 @@ def register(app: typer.Typer) -> None:
         mask: Annotated[
             str, typer.Option(help="Mask modes to sweep: display and/or output.")
         ] = "display,output",
+        local_agreement: Annotated[
+            str,
+            typer.Option(
+                "--local-agreement",
+                help="n values of LocalAgreement-n display rows at --mask-beta, comma-separated (0: none).",
+            ),
+        ] = "0",
         mask_beta: Annotated[float, typer.Option(help="The SSBD bias used for the mask-k table.")] = 0.2,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
         streams: Annotated[
@@ -99,6 +107,7 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         n_gpu_layers: NGpuLayersOpt = None,
+        parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
@@ -120,12 +129,15 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--beta values must be between 0 and 1")
         ks = parse_ints(mask_k, "--mask-k")
         masks = parse_masks(mask)
-        methods = sweep_methods(betas, ks, masks, cd, mask_beta)
+        agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
+        methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
         scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
+            engine=engine_settings(
+                model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+            ),
             limit=limit,
             out=out,
             resume=resume,

@@ -15,6 +15,11 @@ prefix of the KV cache, evaluates the rest of the prompt, and then:
 
 Timing follows the paper: ``t_prompt`` covers building, tokenizing and evaluating the prompt; ``t_gen``
 starts after it and includes the verification pass.
+
+The decoder is a step machine: ``stream_steps`` is a generator that yields each forward pass it needs
+(:class:`~simul.decoding.passes.Eval`) and receives its logits, so the same code runs alone
+(:func:`~simul.decoding.passes.run_alone`, one pass at a time) or batched with other streams
+(simul.scheduler). Truncations act on the stream's own sequence at once.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from typing import cast
 import numpy as np
 
 from simul.backend import ContextOverflowError, LlamaBackend, Logits
+from simul.backend.sequence import KVSequence
 from simul.decoding.acceptance import accepts
 from simul.decoding.drafts import find_ngram, is_ending_piece
+from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
+from simul.display.local_agreement import local_agreement
 from simul.display.mask import hide_last
 from simul.errors import SimulError
 from simul.languages import get_language
@@ -98,6 +106,14 @@ class StreamDecoder:
         n_src = len(self.backend.tokenize(source))
         return int(self.max_len_ratio * n_src) + self.max_len_slack
 
+    def positions_needed(self, stream: Stream) -> int:
+        """The most KV positions any step of ``stream`` can need: its prompt plus the output length cap."""
+        need = 0
+        for step in stream.steps:
+            n_prompt = len(self.tokenize_prompt(self.prompt_for(stream, step.source)))
+            need = max(need, n_prompt + self.max_output_tokens(step.source))
+        return need
+
     def check_fits(self, stream: Stream) -> None:
         """Raise ContextOverflowError naming the stream when any step cannot fit the context window."""
         for index, step in enumerate(stream.steps):
@@ -112,15 +128,25 @@ class StreamDecoder:
 
     # -- one stream -----------------------------------------------------------------------------------------
 
-    def decode(self, stream: Stream) -> StreamResult:
+    def decode(self, stream: Stream, seq: KVSequence | None = None) -> StreamResult:
+        """Decode ``stream`` on ``seq`` (default: sequence 0), one forward pass at a time."""
+        seq = seq or self.backend.sequence(0)
+        return run_alone(self.stream_steps(stream, seq), seq)
+
+    def stream_steps(self, stream: Stream, seq: KVSequence) -> Passes[StreamResult]:
+        """The step machine of one stream: yields the forward passes it needs, returns the result."""
         result = StreamResult(stream_id=stream.id, method=self.method)
-        # Every stream starts from the same state, whatever ran before (see LlamaBackend.start_from); within
+        # Every stream starts from the same state, whatever ran before (see KVSequence.start_from); within
         # the stream, each step keeps what it can of the previous step's cache.
-        self.backend.start_from(self.start_prefix(stream))
+        seq.start_from(self.start_prefix(stream))
         draft: list[int] = []
+        unspaced = get_language(stream.tgt).unspaced
         for index, step in enumerate(stream.steps):
-            record = self.decode_step(stream, index, draft if self.method.uses_draft else [])
+            record = yield from self.step_passes(stream, index, draft if self.method.uses_draft else [], seq)
             result.steps.append(record)
+            if self.method.display == "local-agreement" and not step.final:
+                outputs = [s.output for s in result.steps]
+                record.display = local_agreement(outputs, self.method.agreement, unspaced)
             output = record.output_ids
             k = self.method.mask_k
             if k and self.method.mask == "output" and not step.final:
@@ -129,15 +155,28 @@ class StreamDecoder:
                 draft = list(output)
         return result
 
-    def decode_step(self, stream: Stream, index: int, draft: Sequence[int]) -> StepRecord:
+    def decode_step(
+        self, stream: Stream, index: int, draft: Sequence[int], seq: KVSequence | None = None
+    ) -> StepRecord:
+        """One step on its own (the cache of ``seq`` as it is)."""
+        seq = seq or self.backend.sequence(0)
+        return run_alone(self.step_passes(stream, index, draft, seq), seq)
+
+    def step_passes(
+        self, stream: Stream, index: int, draft: Sequence[int], seq: KVSequence
+    ) -> Passes[StepRecord]:
         backend = self.backend
         step = stream.steps[index]
         method = self.method
         t0 = time.perf_counter()
         prompt = self.tokenize_prompt(self.prompt_for(stream, step.source))
         max_len = self.max_output_tokens(step.source)
-        if len(prompt) + max_len > backend.n_ctx:
+        if len(prompt) + max_len > seq.n_ctx:
             self.check_fits(stream)  # raises with the full explanation
+            raise ContextOverflowError(
+                f"stream {stream.id!r} step {index}: {len(prompt) + max_len} positions do not fit this "
+                f"sequence's share of the context ({seq.n_ctx}); lower --parallel or raise --n-ctx"
+            )
         draft = list(draft[:max_len])
         gen = _Generation(max_len=max_len)
         unbiased_from = len(draft)
@@ -148,25 +187,25 @@ class StreamDecoder:
                 draft = draft[: len(draft) - ending]
             else:
                 unbiased_from = len(draft) - ending
-        reused = backend.reuse_prefix(prompt)
+        reused = seq.reuse_prefix(prompt)
         pending = prompt[reused:]
         fused = self.fuse and bool(draft) and method.name != "rt"
         cd_draft = method.name == "cd" and bool(draft)
         rows: Logits | None = None
         te = time.perf_counter()
         if not fused:
-            rows = backend.eval(pending, logits_from=None if cd_draft else len(pending) - 1)
+            rows = yield Eval(pending, None if cd_draft else len(pending) - 1)
         t1 = time.perf_counter()
         t_prompt_eval = 0.0 if fused else t1 - te
         lead = pending if fused else []
 
         if method.name == "rt" or not draft:
             assert rows is not None
-            self._continue(rows[0], gen, rest=None)
+            yield from self._continue(rows[0], gen, None, seq)
         elif method.name == "cd":
             te = time.perf_counter()
             tokens = [*lead, *draft]
-            rows = backend.eval(tokens, logits_from=len(tokens) - 1)
+            rows = yield Eval(tokens, len(tokens) - 1)
             gen.t_verify += time.perf_counter() - te
             gen.verify_rows += len(draft)
             assert rows is not None
@@ -175,11 +214,11 @@ class StreamDecoder:
             if len(gen.output) >= max_len:
                 gen.stop = "length"
             else:
-                self._continue(rows[0], gen, rest=None)
+                yield from self._continue(rows[0], gen, None, seq)
         else:
             assert method.beta is not None
             first = rows[0] if rows is not None else None
-            self._verify_and_continue(first, draft, method.beta, unbiased_from, gen, lead)
+            yield from self._verify_and_continue(first, draft, method.beta, unbiased_from, gen, lead, seq)
         t2 = time.perf_counter()
 
         output = gen.output
@@ -238,8 +277,9 @@ class StreamDecoder:
         beta: float,
         unbiased_from: int,
         gen: _Generation,
-        lead: Sequence[int] = (),
-    ) -> tuple[int, Logits]:
+        lead: Sequence[int],
+        seq: KVSequence,
+    ) -> Passes[tuple[int, Logits]]:
         """Verify ``draft`` and keep exactly its accepted prefix in the cache.
 
         ``first`` holds the logits for the draft's first position (p_0); the draft itself goes through one
@@ -249,7 +289,6 @@ class StreamDecoder:
         mixture (see :func:`accepts`); tokens from ``unbiased_from`` on are verified without the bias.
         Returns the accepted length d and p_d, the logits for the next position: no extra forward pass.
         """
-        backend = self.backend
         m = len(draft)
         chunk = self.verify_chunk if self.verify_chunk > 0 else m
         # With beta >= 0.5 a biased draft token is accepted whatever the logits say (see accepts), so those
@@ -271,7 +310,7 @@ class StreamDecoder:
             i0 = max(pos if head else pos + 1, min(certain, end))
             base = len(head) - 1 - pos
             te = time.perf_counter()
-            rows = backend.eval([*head, *part], logits_from=base + i0)
+            rows = yield Eval([*head, *part], base + i0)
             gen.t_verify += time.perf_counter() - te
             gen.verify_rows += len(part)
             assert rows is not None
@@ -281,15 +320,15 @@ class StreamDecoder:
 
             for i in range(pos if head else pos + 1, end):
                 if i >= certain and not accepts(p(i), draft[i], bias(i)):
-                    self._truncate(len(backend.cache) - (end - i))
+                    self._truncate(seq, len(seq.cache) - (end - i))
                     return i, p(i)
             pos = end
             row = p(pos)
         assert row is not None
         return m, row
 
-    def _truncate(self, n: int) -> None:
-        if not self.backend.truncate(n):
+    def _truncate(self, seq: KVSequence, n: int) -> None:
+        if not seq.truncate(n):
             raise SimulError(
                 f"{self.backend.model_path}: this model's cache cannot drop part of a sequence, which SSBD "
                 "needs; use --method rt, or a transformer model"
@@ -302,10 +341,11 @@ class StreamDecoder:
         beta: float,
         unbiased_from: int,
         gen: _Generation,
-        lead: Sequence[int] = (),
-    ) -> None:
+        lead: Sequence[int],
+        seq: KVSequence,
+    ) -> Passes[None]:
         """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
-        d, row = self._verify(first, draft, beta, unbiased_from, gen, lead)
+        d, row = yield from self._verify(first, draft, beta, unbiased_from, gen, lead, seq)
         gen.output.extend(draft[:d])
         gen.accepted = d
         if d >= gen.max_len:
@@ -313,11 +353,16 @@ class StreamDecoder:
             return
         rest = draft[d:] if self.method.resync and d < len(draft) else None
         target = draft[d:] if self.method.target_bias and d < len(draft) else None
-        self._continue(row, gen, rest, target)
+        yield from self._continue(row, gen, rest, seq, target)
 
     def _continue(
-        self, row: Logits, gen: _Generation, rest: list[int] | None, target: list[int] | None = None
-    ) -> None:
+        self,
+        row: Logits,
+        gen: _Generation,
+        rest: list[int] | None,
+        seq: KVSequence,
+        target: list[int] | None = None,
+    ) -> Passes[None]:
         """Greedy decoding from ``row`` (logits for the next position) until a stop token or the cap.
 
         With re-synchronisation on, ``rest`` is what remains of the previous output after the divergence:
@@ -328,7 +373,6 @@ class StreamDecoder:
         (see :func:`accepts`), j advancing by one per kept token, and the bias ends at the first token that
         differs (the SSBD reference's target sampler).
         """
-        backend = self.backend
         n = self.method.resync
         beta = self.method.beta or 0.0
         target_beta = self.method.target_bias
@@ -355,7 +399,7 @@ class StreamDecoder:
                 gen.stop = "length"
                 return
             te = time.perf_counter()
-            rows = backend.eval([token], logits_from=0)
+            rows = yield Eval([token], 0)
             gen.t_decode += time.perf_counter() - te
             gen.decode_passes += 1
             assert rows is not None
@@ -366,7 +410,7 @@ class StreamDecoder:
                     proposal = rest[at + n : at + n + gen.max_len - len(output)]
                     rest = rest[at + n :]
                     if proposal:
-                        d, row = self._verify(row, proposal, beta, len(proposal), gen)
+                        d, row = yield from self._verify(row, proposal, beta, len(proposal), gen, (), seq)
                         gen.resync_drafted += len(proposal)
                         gen.resync_accepted += d
                         output.extend(proposal[:d])
