@@ -208,6 +208,13 @@ MARK = "!"
 
 def describe(record: Mapping[str, Any], threads: int | None = None) -> str:
     """The measured ratio in words: ``got 43% of the CPU time it asked for, CPU/wall 0.86, load 5.2``."""
+    try:
+        return _describe(record, threads)
+    except (TypeError, ValueError):  # a hand-edited or damaged run.json
+        return "unreadable CPU record"
+
+
+def _describe(record: Mapping[str, Any], threads: int | None) -> str:
     parts = []
     if record.get("basis") == "runqueue" and record.get("cpu_share") is not None:
         parts.append(f"got {100 * record['cpu_share']:.0f}% of the CPU time it asked for")
@@ -229,12 +236,15 @@ class TimingNotes:
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any]) -> TimingNotes:
-        usage = (run.get("environment") or {}).get("cpu_usage") or {}
+        environment = run.get("environment")
+        usage = environment.get("cpu_usage") if isinstance(environment, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
         threads = usage.get("threads")
+        records = usage.get("methods")
         unreliable = {
             key: describe(record, threads)
-            for key, record in (usage.get("methods") or {}).items()
-            if record.get("reliable") is False
+            for key, record in (records.items() if isinstance(records, dict) else ())
+            if isinstance(record, dict) and record.get("reliable") is False
         }
         methods = [Method.from_json(m) for m in (run.get("config") or {}).get("methods", [])]
         # As in metrics.compute: the speedups are relative to RT without mask-k, else to any RT.

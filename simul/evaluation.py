@@ -240,6 +240,7 @@ def _evaluate(
     on_comet_loading: Callable[[], None] | None,
     on_throughput: Callable[[Throughput], None] | None,
 ) -> EvalOutcome:
+    every_stream = streams  # what the run's config describes, whatever share of it this process decodes
     selection = select(streams, request.shard) if request.shard is not None else None
     if selection is not None:
         streams = selection.streams
@@ -274,8 +275,8 @@ def _evaluate(
                 "count": len(streams),
                 "src": streams[0].src,
                 "tgt": tgt,
-                "references": reference_summary(streams),
-                **({"testsets": testsets} if (testsets := testset_summary(streams)) else {}),
+                "references": reference_summary(every_stream),
+                **({"testsets": testsets} if (testsets := testset_summary(every_stream)) else {}),
             },
             "methods": [m.to_json() for m in request.methods],
             "model": model,

@@ -303,11 +303,32 @@ def _merged_environment(shards: Sequence[ShardRun]) -> dict[str, Any]:
     for key in keys:
         values = [e.get(key) for e in envs]
         merged[key] = values[0] if all(v == values[0] for v in values) else "mixed (see shards)"
+    usage = _merged_cpu_usage([e.get("cpu_usage") for e in envs])
+    if usage is not None:
+        merged["cpu_usage"] = usage
     starts = [str(e["started"]) for e in envs if e.get("started")]
     if starts:
         merged["started"] = min(starts)
     merged["merged"] = now()
     return merged
+
+
+def _merged_cpu_usage(usages: Sequence[Any]) -> dict[str, Any] | None:
+    """Per method, the shard records of CPU use (simul.cpu_usage) in a list, and unreliable if any shard's
+    timing was: a merged speed figure is only as good as its worst shard."""
+    if not all(isinstance(u, dict) for u in usages) or not usages:
+        return None
+    threads = {u.get("threads") for u in usages}
+    methods: dict[str, Any] = {}
+    for u in usages:
+        for key, record in (u.get("methods") or {}).items():
+            if not isinstance(record, dict):
+                continue
+            entry = methods.setdefault(key, {**record, "reliable": True, "shards": []})
+            entry["shards"].append(record)
+            if record.get("reliable") is False:
+                entry.update({**record, "reliable": False, "shards": entry["shards"]})
+    return {"threads": threads.pop() if len(threads) == 1 else None, "methods": methods}
 
 
 def _shard_summary(s: ShardRun) -> dict[str, Any]:

@@ -229,7 +229,9 @@ class RunWriter:
                 if status != STATUS_COMPLETE
                 else "pass --overwrite to replace it"
             )
-            raise SimulError(f"{path} already holds a run ({status}); {hint}, or choose another --out")
+            raise SimulError(
+                f"{path} already holds a run ({excerpt(status)}); {hint}, or choose another --out"
+            )
         path.mkdir(parents=True, exist_ok=True)
         for name in (STEPS_FILE, TIMINGS_FILE, PER_STREAM_FILE):
             (path / name).unlink(missing_ok=True)
@@ -294,7 +296,7 @@ class RunWriter:
             if not (self.path / RUN_FILE).exists():
                 raise
             raise SimulError(
-                f"{exc}. {RUN_FILE} keeps its last state ({_peek_status(self.path)}) and the streams "
+                f"{exc}. {RUN_FILE} keeps its last state ({excerpt(_peek_status(self.path))}) and the streams "
                 f"finished are kept: continue with `simul eval --resume --out {self.path}` (same options) "
                 "once that is fixed"
             ) from None
@@ -309,7 +311,7 @@ class RunWriter:
 def _peek_status(path: Path) -> str:
     try:
         run = parse_json((path / RUN_FILE).read_text(encoding="utf-8"), allow_constants=True)
-        return excerpt(str(run.get("status", "unknown")))
+        return str(run.get("status", "unknown"))
     except (OSError, ValueError, AttributeError):
         return "unreadable"
 

@@ -29,7 +29,13 @@ def test_bad_time_ms_is_refused_with_file_and_line(tmp_path: Path, value: str) -
     lines = [dumps_stream(s) for s in streams]
     lines[1] = lines[1].replace('"time_ms": 2000.0', f'"time_ms": {value}', 1)
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(SimulError, match=r"s\.jsonl:2, step 1: step 'time_ms' is .*finite number"):
+    # NaN and Infinity are not JSON: the reader refuses the line itself; -1 is JSON but no time
+    expected = (
+        rf"s\.jsonl:2: unreadable JSON \({value} is not a JSON number"
+        if value in ("NaN", "Infinity")
+        else r"s\.jsonl:2, step 1: step 'time_ms' must be a finite number"
+    )
+    with pytest.raises(SimulError, match=expected):
         read_streams(path)
 
 

@@ -122,9 +122,8 @@ ThreadsOpt = Annotated[
     int | None,
     typer.Option(
         "--threads",
-        min=0,
-        help="CPU threads for llama.cpp. Default (or 0): automatic, the physical cores that other work is "
-        "not using, at most 8.",
+        help="CPU threads for llama.cpp (0 or unset: auto, the physical cores that other work is not using, "
+        "at most 8).",
     ),
 ]
 NCtxOpt = Annotated[

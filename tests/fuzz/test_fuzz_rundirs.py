@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simul.rundir import PER_STREAM_FILE, RUN_FILE, STEPS_FILE, STREAMS_FILE
+from simul.rundir import PER_STREAM_FILE, RUN_FILE, STEPS_FILE, STREAMS_FILE, TIMINGS_FILE
 from simul.safe_text import has_unsafe
 from simul.streams.format import write_streams
 from tests.fuzz.budget import examples, scratch, tried
@@ -23,7 +23,7 @@ from tests.fuzz.cli import check, invoke, leftovers
 from tests.fuzz.mutate import dump_json, mutated_bytes, mutated_json, mutated_lines_json
 from tests.helpers import eval_args, make_streams
 
-FILES = (RUN_FILE, STEPS_FILE, STREAMS_FILE, PER_STREAM_FILE)
+FILES = (RUN_FILE, STEPS_FILE, TIMINGS_FILE, STREAMS_FILE, PER_STREAM_FILE)
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,9 @@ def test_export(base_run: Path, data: st.DataObject) -> None:
         target = out_dir / "instances.log"
         outcome = invoke(["export", str(run), "-o", str(target)])
         check(outcome, [run])
-        assert leftovers(out_dir) == ([target] if outcome.code == 0 else []), outcome.describe()
+        # SimulEval's --score-only reads config.yaml beside the log
+        written = sorted([target, out_dir / "config.yaml"]) if outcome.code == 0 else []
+        assert sorted(leftovers(out_dir)) == written, outcome.describe()
         if outcome.code == 0:
             # JSON lines are split at "\n" only (splitlines would also split at U+2028 inside a string)
             for line in target.read_text(encoding="utf-8").split("\n")[:-1]:

@@ -127,7 +127,7 @@ def streams(draw: st.DrawFn) -> list[Stream]:
                 src=draw(st.sampled_from(["en", "de", "zh", "ja"])),
                 tgt=draw(st.sampled_from(["en", "de", "zh", "ja"])),
                 steps=steps,
-                reference=draw(st.none() | hostile_text),
+                reference=draw(st.none() | hostile_text.filter(str.strip)),  # an empty reference is refused
                 provenance=draw(st.dictionaries(st.text(max_size=5), hostile_text, max_size=2)),
             )
         )
