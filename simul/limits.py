@@ -93,6 +93,20 @@ def binary_lines(handle: IO[bytes], path: Path) -> Iterator[tuple[int, bytes]]:
         yield number, raw
 
 
+def nonblank_lines(path: Path) -> Iterator[tuple[str, str]]:
+    """``(file:line, text)`` of every non-blank line of a UTF-8 JSONL-style file, under the line size limit;
+    bytes that are not UTF-8 are an error naming the line."""
+    with path.open("rb") as handle:
+        for number, raw in binary_lines(handle, path):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SimulError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if line.strip():
+                yield where, line
+
+
 def check_text_lines(lines: list[str], path: Path, first_line: int = 1) -> None:
     """Refuse a text line over the size limit (counted in UTF-8 bytes), naming it."""
     limit = LINE_BYTES.value()

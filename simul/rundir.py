@@ -296,9 +296,9 @@ class RunWriter:
             if not (self.path / RUN_FILE).exists():
                 raise
             raise SimulError(
-                f"{exc}. {RUN_FILE} keeps its last state ({excerpt(_peek_status(self.path))}) and the streams "
-                f"finished are kept: continue with `simul eval --resume --out {self.path}` (same options) "
-                "once that is fixed"
+                f"{exc}. {RUN_FILE} keeps its last state ({excerpt(_peek_status(self.path))}) and the "
+                f"streams finished are kept: continue with `simul eval --resume --out {self.path}` "
+                "(same options) once that is fixed"
             ) from None
 
     def write_per_stream(self, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.errors import SimulError
-from simul.limits import JSONProblem, binary_lines, parse_json
+from simul.limits import JSONProblem, nonblank_lines, parse_json
 
 
 def read_objects(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -16,22 +16,14 @@ def read_objects(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
         raise SimulError(f"{what} {path} does not exist")
     if path.is_dir():
         raise SimulError(f"{what} {path} is a directory; pass the file")
-    with path.open("rb") as handle:
-        for number, raw in binary_lines(handle, path):
-            where = f"{path}:{number}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise SimulError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
-                continue
-            try:
-                obj = parse_json(line)
-            except JSONProblem as exc:
-                raise SimulError(f"{where}: {exc}; each line must be one JSON object") from None
-            if not isinstance(obj, dict):
-                raise SimulError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-            yield where, obj
+    for where, line in nonblank_lines(path):
+        try:
+            obj = parse_json(line)
+        except JSONProblem as exc:
+            raise SimulError(f"{where}: {exc}; each line must be one JSON object") from None
+        if not isinstance(obj, dict):
+            raise SimulError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        yield where, obj
 
 
 def string_list(obj: dict[str, Any], key: str, where: str, fix: str) -> list[str]:

@@ -29,7 +29,7 @@ from typing import Any
 from simul.errors import SimulError
 from simul.files import atomic_file, check_writable_file, os_error_message
 from simul.languages import get_language
-from simul.limits import as_float, binary_lines, check_source, check_steps, loads
+from simul.limits import as_float, check_source, check_steps, loads, nonblank_lines
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
@@ -232,21 +232,13 @@ def iter_streams(path: Path) -> Iterator[Stream]:
     if path.is_dir():
         raise SimulError(f"stream file {path} is a directory; pass a .jsonl file")
     seen: set[str] = set()
-    with path.open("rb") as handle:
-        for number, raw in binary_lines(handle, path):
-            where = f"{path}:{number}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise SimulError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
-                continue
-            obj = loads(line, where)
-            stream = stream_from_json(obj, where)
-            if stream.id in seen:
-                raise SimulError(f"{where}: duplicate stream id {stream.id!r}; ids must be unique in a file")
-            seen.add(stream.id)
-            yield stream
+    for where, line in nonblank_lines(path):
+        obj = loads(line, where)
+        stream = stream_from_json(obj, where)
+        if stream.id in seen:
+            raise SimulError(f"{where}: duplicate stream id {stream.id!r}; ids must be unique in a file")
+        seen.add(stream.id)
+        yield stream
 
 
 def read_streams(path: Path, limit: int | None = None) -> list[Stream]:
