@@ -49,11 +49,14 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The property-based suite (tests/fuzz) with its long profile: random seeds and 10,000 generated inputs per
-# reader (SIMUL_FUZZ_EXAMPLES changes the number); the counts are printed and written to $(VENV)/fuzz-report.json.
-# CPU-heavy: it runs at low priority. `make test` runs the same properties with a small, fixed set of inputs.
+# reader (SIMUL_FUZZ_EXAMPLES changes the number), each property in its own low-priority process, FUZZ_JOBS
+# (default: one per CPU) at once; the counts are printed and written to $(VENV)/fuzz-report.json, each
+# property's output to $(VENV)/fuzz-logs. `make test` runs the same properties with a small, fixed set of inputs.
+SIMUL_FUZZ_EXAMPLES ?= 10000
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 fuzz: setup
-	SIMUL_FUZZ=long SIMUL_FUZZ_REPORT=$(VENV)/fuzz-report.json nice -n 10 \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
+	$(BIN)/python tools/fuzz.py --examples $(SIMUL_FUZZ_EXAMPLES) --jobs $(FUZZ_JOBS) \
+	  --report $(VENV)/fuzz-report.json --logs $(VENV)/fuzz-logs
 
 lint: setup
 	$(BIN)/ruff check simul tests tools
