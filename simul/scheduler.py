@@ -4,11 +4,15 @@ Each stream is a step machine (see simul.decoding.passes) that runs on its own s
 scheduler collects what each active machine needs next (the new part of a prompt, a draft to verify, or one
 decoded token), makes one forward pass of all of it with logits only at the rows asked for, and sends each
 machine its rows. Truncations happen at once on the machine's own sequence (``llama_memory_seq_rm`` with its
-sequence id), leaving the others intact. A finished stream frees its sequence for the next one.
+sequence id), leaving the others intact. A finished stream frees its sequence for the next one. The
+sequences share one cache (see LlamaBackend._create_context), so that llama_decode computes the whole batch as
+one micro-batch rather than one per group of equally long requests.
 
 The logits of a batched pass can differ in the last bits from a pass of one sequence (the kernels cut the
-work differently), so outputs under N > 1 can differ from N = 1 at near-ties; within one N, every method
-sees the same streams.
+work differently, and where in the shared cache a sequence's cells lie sets the order of the attention's
+sums), so outputs under N > 1 can differ from N = 1 at near-ties. They are still a function of the stream
+file, its order, N, the method, the model and the settings: the schedule is deterministic, so a re-run gives
+the same outputs (tested); within one N, every method sees the same streams.
 """
 
 from __future__ import annotations

@@ -173,6 +173,13 @@ class LlamaBackend:
         cparams.no_perf = True
         # Keep the whole sliding-window cache so that truncating to any position stays exact (gemma-3).
         cparams.swa_full = True
+        # Several sequences share one cache. With a cache per sequence (llama.cpp's default), llama_decode
+        # cuts a batch into micro-batches of sequences with consecutive ids and equal token counts, each a
+        # full pass over the weights, which undoes most of the batching (16 FLORES streams, RT + SSBD,
+        # --parallel 8 on 2 cores: 91.5 s per-sequence caches, 63.6 s one cache, 118.1 s --parallel 1).
+        # The attention of a shared cache skips the cells of other sequences (masked), and
+        # llama_memory_seq_rm with a sequence id still removes that sequence's cells alone.
+        cparams.kv_unified = n_seq > 1
         ctx = lib.llama_init_from_model(self._model, cparams)  # type: ignore[attr-defined]
         if not ctx:
             reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
