@@ -121,8 +121,9 @@ class Engine:
             raise ContextOverflowError(
                 f"{len(too_long)} of {len(streams)} streams do not fit the context window of {n_ctx} "
                 f"positions (prompt plus up to {cap} output tokens; positions needed in brackets): "
-                f"{shown}{more}; pass --n-ctx {1 << (most - 1).bit_length()}, or leave those streams out "
-                "(split long segments)"
+                f"{shown}{more}",
+                needed=most,
+                remedy=", or leave those streams out (split long segments)",
             )
         n_seq = min(self.settings.parallel, len(streams))
         if n_seq > 1:

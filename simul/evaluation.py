@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -139,18 +138,7 @@ def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
 def context_advice(exc: ContextOverflowError, n_ctx_train: int) -> SimulError:
     """The context-overflow error, with advice that can work: a larger --n-ctx only up to the model's
     training length (which caps n_ctx); past it, say so and suggest splitting the stream instead."""
-    text = str(exc)
-    wanted = re.search(r"pass --n-ctx (\d+)", text)
-    if wanted and n_ctx_train > 0 and int(wanted.group(1)) > n_ctx_train:
-        needed = re.search(r"needs (\d+) positions", text)
-        if needed and int(needed.group(1)) <= n_ctx_train:
-            return SimulError(text.replace(wanted.group(0), f"pass --n-ctx {n_ctx_train}"))
-        head = text[: wanted.start()].rstrip("; ")
-        return SimulError(
-            f"{head}; the model was trained on at most {n_ctx_train} tokens, which caps --n-ctx, so "
-            "split the stream into shorter ones or use a model with a longer context"
-        )
-    return SimulError(text)
+    return SimulError(exc.advice(n_ctx_train))
 
 
 def check_request(request: EvalRequest) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from simul.backend import ContextOverflowError
 from simul.cli import app
 from simul.engine import Engine, EngineSettings
 from simul.streams.format import write_streams
@@ -38,3 +39,16 @@ def test_preflight_names_the_streams_that_do_not_fit(tiny_model: Path, tmp_path:
         engine.preflight(streams)  # the suggested context fits every stream (no decoding needed to know)
     finally:
         engine.close()
+
+
+def test_overflow_advice_stays_within_the_models_training_length() -> None:
+    exc = ContextOverflowError("stream 'a' step 2 needs 3000 positions", needed=3000, remedy=" or split it")
+    assert str(exc).endswith("; pass --n-ctx 4096 or split it")
+    assert exc.advice(8192).endswith("; pass --n-ctx 4096 or split it")
+    # the next power of two is past the training length, the need is not: the training length is advised
+    assert exc.advice(3500).endswith("; pass --n-ctx 3500 or split it")
+    # past the training length no --n-ctx helps
+    capped = exc.advice(2048)
+    assert "pass --n-ctx" not in capped
+    assert "trained on at most 2048 tokens" in capped
+    assert ContextOverflowError("no figure").advice(2048) == "no figure"

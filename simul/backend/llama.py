@@ -83,7 +83,33 @@ def check_gguf(path: Path) -> None:
 
 
 class ContextOverflowError(SimulError):
-    """A sequence does not fit in the context window."""
+    """A sequence does not fit in the context window.
+
+    ``needed`` (when known) is the number of positions that would fit it; the message then ends with the
+    ``--n-ctx`` that would (the next power of two), followed by ``remedy`` (another way out). ``advice``
+    rewrites that ending for a model trained on fewer positions.
+    """
+
+    def __init__(self, problem: str, needed: int | None = None, remedy: str = "") -> None:
+        self.problem = problem
+        self.needed = needed
+        self.remedy = remedy
+        super().__init__(self.advice(0))
+
+    def advice(self, n_ctx_train: int) -> str:
+        """The message, suggesting an ``--n-ctx`` no larger than the model's training length (0: unknown);
+        past that length no ``--n-ctx`` helps, and it says so."""
+        if self.needed is None:
+            return self.problem
+        n_ctx = 1 << max(self.needed - 1, 0).bit_length()
+        if 0 < n_ctx_train < n_ctx:
+            if self.needed > n_ctx_train:
+                return (
+                    f"{self.problem}; the model was trained on at most {n_ctx_train} tokens, which caps "
+                    "--n-ctx, so split the stream into shorter ones or use a model with a longer context"
+                )
+            n_ctx = n_ctx_train
+        return f"{self.problem}; pass --n-ctx {n_ctx}{self.remedy}"
 
 
 @dataclass(frozen=True)
@@ -428,7 +454,7 @@ class LlamaBackend:
             start = len(seq.cache)
             if start + n > seq.n_ctx:
                 raise ContextOverflowError(
-                    f"{start + n} tokens do not fit the context window of {seq.n_ctx}; pass a larger --n-ctx"
+                    f"{start + n} tokens do not fit the context window of {seq.n_ctx}", needed=start + n
                 )
             if row + n > self._batch_cap:
                 raise ContextOverflowError(f"a batch of {row + n} tokens exceeds {self._batch_cap}")

@@ -123,7 +123,9 @@ class StreamDecoder:
                 raise ContextOverflowError(
                     f"stream {stream.id!r} step {index}: a prompt of {n_prompt} tokens plus up to "
                     f"{need - n_prompt} output tokens needs {need} positions, but the context window is "
-                    f"{self.backend.n_ctx}; pass --n-ctx {1 << (need - 1).bit_length()} or split the stream"
+                    f"{self.backend.n_ctx}",
+                    needed=need,
+                    remedy=" or split the stream",
                 )
 
     # -- one stream -----------------------------------------------------------------------------------------
