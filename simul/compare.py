@@ -97,13 +97,19 @@ def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
     return reasons
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def hardware_summary(run: Mapping[str, Any]) -> str:
     """Where a run decoded: its devices (as llama.cpp reports them), GPU layers, threads and parallelism."""
-    env = run.get("environment", {})
-    config = run.get("config", {})
-    hardware = env.get("hardware") or {}
-    devices = hardware.get("devices") or []
-    if devices:
+    # "environment" is a record of where the run was made, not checked when a run is read: take what has
+    # the expected shape and ignore the rest.
+    env = _mapping(run.get("environment"))
+    config = _mapping(run.get("config"))
+    hardware = _mapping(env.get("hardware"))
+    devices = [_mapping(d) for d in hardware.get("devices") or [] if isinstance(d, dict)]
+    if devices and isinstance(hardware.get("devices"), list):
         names = "; ".join(f"{d.get('name')} {d.get('description')}".strip() for d in devices)
     else:
         names = f"CPU {env.get('cpu', '?')}"

@@ -205,8 +205,9 @@ def check_run_json(run: dict[str, Any], run_file: Path) -> None:
             raise SimulError(f"{where}: field 'config.comet_batch_size' must be a whole number >= 1")
         if "status" in run and not isinstance(run["status"], str):
             raise SimulError(f"{where}: field 'status' must be a string")
-        if "signatures" in run:
-            _object(run, "signatures", where)
+        for key in ("signatures", "environment", "tool", "throughput", "comet"):
+            if key in run:
+                _object(run, key, where)
         if "methods" in run:
             _check_rows(run["methods"], where, keys)
     except SimulError as exc:

@@ -85,6 +85,22 @@ def step_line(method_key: str, stream_id: str, record: StepRecord) -> str:
 StepKey = tuple[str, str, int]
 
 
+def _timing_key(obj: dict[str, Any]) -> StepKey:
+    """(method, stream, step) of a timing record, removed from it; ValueError when a field is not that."""
+    method, stream, step = obj.pop("method", None), obj.pop("stream", None), obj.pop("step", None)
+    if not isinstance(method, str) or not isinstance(stream, str):
+        raise ValueError("fields 'method' and 'stream' must be text")
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < STEPS.value():
+        raise ValueError(f"field 'step' must be a whole number from 0 to {STEPS.value() - 1}")
+    return method, stream, step
+
+
+def _seconds(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < float("inf")
+    )
+
+
 def _read_timings(path: Path, strict: bool) -> dict[StepKey, dict[str, Any]]:
     """timings.jsonl by (method, stream, step); a damaged line ends the reading (an error with ``strict``)."""
     timings: dict[StepKey, dict[str, Any]] = {}
@@ -98,7 +114,7 @@ def _read_timings(path: Path, strict: bool) -> dict[StepKey, dict[str, Any]]:
                 obj = parse_json(raw.decode("utf-8"), allow_constants=True)
                 if not isinstance(obj, dict):
                     raise ValueError("expected a JSON object")
-                key = (str(obj.pop("method")), str(obj.pop("stream")), int(obj.pop("step")))
+                key = _timing_key(obj)
                 if key in timings:
                     raise ValueError(
                         f"a second timing record for method {excerpt(key[0])}, stream {excerpt(key[1])}, "
@@ -106,6 +122,8 @@ def _read_timings(path: Path, strict: bool) -> dict[StepKey, dict[str, Any]]:
                     )
                 if any(not k.startswith(TIMING_PREFIX) for k in obj):
                     raise ValueError("a timing record holds fields other than t_*")
+                if any(not _seconds(v) for v in obj.values()):
+                    raise ValueError("a timing (t_*) must be a finite number of seconds, 0 or more, or null")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
                 if strict:
                     raise SimulError(

@@ -304,3 +304,51 @@ def test_a_segment_longer_than_a_day_is_refused(tmp_path: Path) -> None:
     path.write_text("- {offset: 1, duration: 1.0e+300, wav: a.wav}\n", encoding="utf-8")
     with pytest.raises(SimulError, match=r"seg\.yaml:1: duration of 1e\+300 s is more than a day"):
         read_segment_yaml(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("step", float("inf"), "field 'step' must be a whole number"),
+        ("step", True, "field 'step' must be a whole number"),
+        ("method", None, "fields 'method' and 'stream' must be text"),
+        ("t_decode", -1.0, "a timing (t_*) must be a finite number of seconds"),
+        ("t_decode", "1", "a timing (t_*) must be a finite number of seconds"),
+    ],
+)
+def test_a_timing_record_with_a_field_of_the_wrong_kind_is_refused(
+    evil_run: Path, tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    """Found by `make fuzz`: `"step": Infinity` in timings.jsonl made `simul score` overflow (a traceback)."""
+    copy = tmp_path / "run"
+    shutil.copytree(evil_run, copy)
+    timings = copy / "timings.jsonl"
+    lines = timings.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first[field] = value
+    timings.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["score", str(copy)])
+    assert result.exit_code == 1
+    text = " ".join(result.stderr.split())
+    assert f"{timings}:1: unreadable timing record" in text
+    assert message in text
+
+
+@pytest.mark.parametrize("key", ["environment", "tool", "throughput"])
+def test_run_json_parts_that_must_be_objects_are_checked(evil_run: Path, tmp_path: Path, key: str) -> None:
+    """Found by `make fuzz`: `"hardware": true` in run.json's environment made `simul diff` fail with an
+    AttributeError; the parts a reader looks into must be objects, and the hardware note tolerates any
+    shape inside the environment."""
+    copy = tmp_path / "run"
+    shutil.copytree(evil_run, copy)
+    run = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    run[key] = [1, 2]
+    (copy / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    result = runner.invoke(app, ["diff", str(evil_run), str(copy)])
+    assert result.exit_code == 1
+    assert f"field {key!r} must be an object" in " ".join(result.stderr.split())
+    run[key] = json.loads((evil_run / "run.json").read_text(encoding="utf-8"))[key]
+    run["environment"]["hardware"] = True
+    (copy / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    result = runner.invoke(app, ["diff", str(evil_run), str(copy)])
+    assert result.exit_code == 0, result.output
