@@ -213,3 +213,19 @@ def test_streams_without_references_say_what_is_not_computed(tiny_model: Path, t
     metrics = json.loads(result.stdout)["methods"][0]["metrics"]
     assert metrics["bleu"] is None and metrics["chrf"] is None and metrics["comet"] is None
     assert "chrF, BLEU and COMET blank: none of the 2 streams has a reference" in result.stderr
+
+
+def test_streams_stats_counts_references_per_stream(tmp_path: Path) -> None:
+    steps = (Step("a b", final=True),)
+    streams = [
+        Stream("two", "en", "de", steps, "A ref", {}, ("B ref",)),
+        Stream("one", "en", "de", steps, "A ref", {}),
+        Stream("none", "en", "de", steps, None, {}),
+    ]
+    path = tmp_path / "s.jsonl"
+    write_streams(path, streams)
+    result = runner.invoke(app, ["streams", "stats", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["references_per_stream"] == {"0": 1, "1": 1, "2": 1}
+    table = runner.invoke(app, ["streams", "stats", str(path)])
+    assert "1 with 0, 1 with 1, 1 with 2" in " ".join(table.output.split())

@@ -63,6 +63,7 @@ def test_file_figures() -> None:
     assert (stats["timed_streams"], stats["untimed_streams"]) == (2, 1)
     assert stats["final_time_ms"]["max"] == 450.0
     assert (stats["simulated_streams"], stats["with_reference"]) == (1, 2)
+    assert stats["references_per_stream"] == {"0": 1, "1": 2}
     # two streams of the same partials file and talk: its counts are taken once
     assert (
         stats["partials_files"],

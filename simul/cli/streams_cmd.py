@@ -621,6 +621,10 @@ def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
         table.add_row("final step time (ms)", spread("final_time_ms"))
     table.add_row("simulated streams", str(stats["simulated_streams"]))
     table.add_row("with reference", str(stats["with_reference"]))
+    per_stream = stats["references_per_stream"]
+    if set(per_stream) - {"0", "1"}:
+        shown = ", ".join(f"{count} with {n}" for n, count in per_stream.items())
+        table.add_row("references per stream", shown)
     if "partials" in stats:
         table.add_row("partials (files)", f"{stats['partials']} ({stats['partials_files']})")
         table.add_row("unaligned partials", str(stats["unaligned_partials"]))

@@ -102,6 +102,10 @@ def stream_stats(streams: Sequence[Stream]) -> dict[str, Any]:
         "untimed_streams": len(streams) - len(timed),
         "simulated_streams": sum(1 for s in streams if s.provenance.get("simulated") is True),
         "with_reference": sum(1 for s in streams if s.reference is not None),
+        # how many references each stream has, e.g. {"0": 1, "2": 40}: BLEU and chrF use them all
+        "references_per_stream": {
+            str(n): count for n, count in sorted(Counter(len(s.references) for s in streams).items())
+        },
     }
     if timed:
         out["final_time_ms"] = _summary([s.steps[-1].time_ms or 0.0 for s in timed])
