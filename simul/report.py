@@ -68,7 +68,7 @@ def reference_note(methods: Sequence[dict[str, Any]]) -> str | None:
     """A caption line when some streams have no reference: quality figures then cover fewer streams."""
     counts = methods[0].get("counts", {}) if methods else {}
     streams, refs = counts.get("streams"), counts.get("references")
-    if streams is None or refs is None or refs == streams:
+    if not isinstance(streams, int) or not isinstance(refs, int) or refs == streams:
         return None
     if refs == 0:
         return f"chrF, BLEU and COMET blank: none of the {streams} streams has a reference"
@@ -90,6 +90,6 @@ def units_caption(methods: Sequence[dict[str, Any]]) -> str:
         f"CA latencies in ms; NE in {ne} tokens, pooled over streams (ne_mean: mean of per-stream NE)"
     )
     missing = counts.get("not_available")
-    if missing:
-        line += f"; not available in these outputs: {', '.join(missing)}"
+    if isinstance(missing, list) and missing:
+        line += f"; not available in these outputs: {', '.join(str(m) for m in missing)}"
     return line

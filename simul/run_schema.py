@@ -193,6 +193,13 @@ def check_run_json(run: dict[str, Any], run_file: Path) -> None:
         keys = {method_from_json(m, f"{where}: config.methods[{i}]").key for i, m in enumerate(methods)}
         for key in ("streams", "model"):
             _object(config, key, f"{where}: config")
+        if config["streams"].get("references") is not None:
+            _object(config["streams"], "references", f"{where}: config.streams")
+        if "ingest" in config:
+            ingest = _object(config, "ingest", f"{where}: config")
+            missing = ingest.get("not_available", [])
+            if not isinstance(missing, list) or not all(isinstance(x, str) for x in missing):
+                raise SimulError(f"{where}: field 'config.ingest.not_available' must be a list of names")
         tokenizer = config.get("ne_tokenizer")
         if not isinstance(tokenizer, str) or tokenizer not in NE_TOKENIZER_CHOICES:
             raise SimulError(
@@ -248,6 +255,8 @@ def _check_rows(rows: Any, where: str, keys: set[str]) -> None:
         metrics = row.get("metrics")
         if not isinstance(metrics, dict):
             raise SimulError(f"{at}: field 'metrics' must be an object")
+        if "counts" in row and not isinstance(row["counts"], dict):
+            raise SimulError(f"{at}: field 'counts' must be an object")
         for name, value in metrics.items():
             # an int too large for a float (10**400) would overflow the deltas of `simul diff`
             if value is not None and not (isinstance(value, float) or math.isfinite(as_float(value))):

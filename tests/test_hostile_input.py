@@ -334,6 +334,41 @@ def test_a_timing_record_with_a_field_of_the_wrong_kind_is_refused(
     assert message in text
 
 
+def test_a_method_row_whose_counts_are_not_an_object_is_refused(evil_run: Path, tmp_path: Path) -> None:
+    """Found by `make fuzz`: `"counts": null` in a method row of run.json made `simul diff` fail with an
+    AttributeError."""
+    copy = tmp_path / "run"
+    shutil.copytree(evil_run, copy)
+    run = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    run["methods"][1]["counts"] = None
+    (copy / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    result = runner.invoke(app, ["diff", str(evil_run), str(copy)])
+    assert result.exit_code == 1
+    assert "methods[1]: field 'counts' must be an object" in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "message"),
+    [
+        ("references", [1], "config.streams: field 'references' must be an object"),
+        ("ingest", 3, "config: field 'ingest' must be an object"),
+        ("ingest", {"not_available": 3}, "field 'config.ingest.not_available' must be a list of names"),
+    ],
+)
+def test_config_parts_that_readers_look_into_are_checked(
+    evil_run: Path, tmp_path: Path, part: str, value: object, message: str
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(evil_run, copy)
+    run = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    (run["config"]["streams"] if part == "references" else run["config"])[part] = value
+    (copy / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    for command in (["diff", str(evil_run), str(copy)], ["score", str(copy)]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1
+        assert message in " ".join(result.stderr.split())
+
+
 @pytest.mark.parametrize("key", ["environment", "tool", "throughput"])
 def test_run_json_parts_that_must_be_objects_are_checked(evil_run: Path, tmp_path: Path, key: str) -> None:
     """Found by `make fuzz`: `"hardware": true` in run.json's environment made `simul diff` fail with an
