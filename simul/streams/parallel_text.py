@@ -118,7 +118,16 @@ def _read_aligned(source: Path, references: list[Path]) -> ParallelText:
                 "source and reference files must be line-aligned: one segment per line, same order"
             )
         columns.append(ref_lines)
-    lines = [
+    lines = line_aligned(source, sources, references, columns)
+    return ParallelText(lines, "lines", source, list(references), len(references))
+
+
+def line_aligned(
+    source: Path, sources: list[str], references: list[Path], columns: list[list[str]]
+) -> list[AlignedLine]:
+    """One segment per source line, with the same line of every reference file (the caller checked that
+    the files have as many lines)."""
+    return [
         AlignedLine(
             line=index + 1,
             source=text,
@@ -128,7 +137,6 @@ def _read_aligned(source: Path, references: list[Path]) -> ParallelText:
         )
         for index, text in enumerate(sources)
     ]
-    return ParallelText(lines, "lines", source, list(references), len(references))
 
 
 def _read_tsv(path: Path) -> ParallelText:

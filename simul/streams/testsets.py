@@ -19,7 +19,7 @@ from typing import Any
 
 from simul.errors import SimulError
 from simul.streams.fixed_lag import AlignedLine
-from simul.streams.parallel_text import read_text_lines
+from simul.streams.parallel_text import line_aligned, read_text_lines
 
 
 @dataclass(frozen=True)
@@ -93,16 +93,7 @@ def testset_lines(name: str, langpair: str) -> TestSet:
                 f"{path} has {len(column)} lines but {source_path} has {len(sources)}; sacrebleu's "
                 f"cache looks damaged: remove {folder} and let sacrebleu download it again"
             )
-    lines = [
-        AlignedLine(
-            line=index + 1,
-            source=text,
-            references=tuple(col[index] for col in columns),
-            where_source=f"{source_path}:{index + 1}",
-            where_references=tuple(f"{p}:{index + 1}" for p in ref_paths),
-        )
-        for index, text in enumerate(sources)
-    ]
+    lines = line_aligned(source_path, sources, ref_paths, columns)
     provenance = {
         "dataset": name,
         "testset": name,
