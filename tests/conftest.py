@@ -4,6 +4,8 @@
 * ``gemma_model``: the embedded default gemma-3-270m, for integration tests marked ``slow``.
 * ``shared_data``: ../shared/data (real FLORES, ACL 60/60, ASR samples); tests using it skip when absent.
 * ``tiny_comet``: a tiny random COMET checkpoint, loaded through the real comet.load_from_checkpoint.
+* ``streams_file``: the four test streams of tests.helpers.make_streams in a stream file (modules that need
+  other streams define their own).
 """
 
 from __future__ import annotations
@@ -64,3 +66,13 @@ def tiny_comet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from simul.testing.tiny_comet import build_tiny_comet
 
     return build_tiny_comet(tmp_path_factory.mktemp("comet"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from simul.streams.format import write_streams
+    from tests.helpers import make_streams
+
+    path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
+    write_streams(path, make_streams())
+    return path

@@ -11,18 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.streams.format import write_streams
-from tests.helpers import eval_args, make_streams
+from tests.helpers import eval_args
 
 REPO = Path(__file__).resolve().parent.parent
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
-    write_streams(path, make_streams())
-    return path
 
 
 @pytest.mark.parametrize(

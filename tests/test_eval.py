@@ -14,18 +14,10 @@ from simul.evaluation import EvalRequest, Interrupted, run_evaluation
 from simul.methods import Method
 from simul.metrics.registry import METRICS
 from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
-from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 
 runner = CliRunner()
 QUALITY = [name for name, info in METRICS.items() if not info.timing]
-
-
-@pytest.fixture(scope="module")
-def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
-    write_streams(path, make_streams())
-    return path
 
 
 def test_eval_json_and_run_directory(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:

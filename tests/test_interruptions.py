@@ -19,17 +19,10 @@ from simul.evaluation import EvalRequest, Interrupted, run_evaluation
 from simul.methods import Method
 from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
 from simul.streams.format import write_streams
-from tests.helpers import SENTENCES, eval_args, lag_stream, make_streams
+from tests.helpers import SENTENCES, eval_args, lag_stream
 
 REPO = Path(__file__).resolve().parent.parent
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
-    write_streams(path, make_streams())
-    return path
 
 
 def test_sigterm_is_handled_like_ctrl_c(tiny_model: Path, tmp_path: Path) -> None:
