@@ -100,6 +100,16 @@ def _escape(text: str) -> str:
     return markup(text)
 
 
+def warn_being_written(run_dir: Path, writer: str | None, doing: str) -> None:
+    """The warning of a reader that goes on while another process writes the run (its lock's holder)."""
+    if writer:
+        err_console.print(
+            f"[yellow]warning:[/] {markup(run_dir)} is being written by {markup(writer)}; "
+            f"{doing} the streams finished so far",
+            soft_wrap=True,
+        )
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
     sys.stdout.flush()

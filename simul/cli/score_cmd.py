@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from simul.cli.common import err_console, handle_errors, print_json
+from simul.cli.common import err_console, handle_errors, print_json, warn_being_written
 from simul.cpu_usage import TimingNotes
 from simul.errors import SimulError, UsageError
 from simul.metrics.comet import load_comet
@@ -58,12 +58,7 @@ def register(app: typer.Typer) -> None:
         # --update rewrites the run: it holds the directory's lock like any writer
         with RunLock.acquire(run_dir) if update and run_dir.is_dir() else nullcontext():
             loaded = load_run(run_dir, allow_incomplete=allow_incomplete)
-            if loaded.being_written:
-                err_console.print(
-                    f"[yellow]warning:[/] {markup(run_dir)} is being written by {loaded.being_written}; "
-                    "scoring the streams finished so far",
-                    soft_wrap=True,
-                )
+            warn_being_written(run_dir, loaded.being_written, "scoring")
             config = loaded.run["config"]
             comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
             batch = comet_batch_size or int(config.get("comet_batch_size", 16))

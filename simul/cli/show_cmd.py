@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from simul.cli.common import err_console, handle_errors
+from simul.cli.common import err_console, handle_errors, warn_being_written
 from simul.errors import SimulError
 from simul.files import check_writable_file
 from simul.rundir import load_run, write_atomic
@@ -34,12 +34,7 @@ def register(app: typer.Typer) -> None:
         if html_file is not None:
             check_writable_file(html_file)  # before the work, not after it
         loaded = load_run(run_dir, allow_incomplete=True)
-        if loaded.being_written:
-            err_console.print(
-                f"[yellow]warning:[/] {run_dir} is being written by {loaded.being_written}; "
-                "showing the streams finished so far",
-                soft_wrap=True,
-            )
+        warn_being_written(run_dir, loaded.being_written, "showing")
         if stream not in loaded.streams:
             some = ", ".join(excerpt(s) for s in list(loaded.streams)[:5])
             raise SimulError(f"{run_dir} has no stream {excerpt(stream)}; it has e.g. {some}")
