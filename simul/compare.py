@@ -108,8 +108,9 @@ def hardware_summary(run: Mapping[str, Any]) -> str:
     env = _mapping(run.get("environment"))
     config = _mapping(run.get("config"))
     hardware = _mapping(env.get("hardware"))
-    devices = [_mapping(d) for d in hardware.get("devices") or [] if isinstance(d, dict)]
-    if devices and isinstance(hardware.get("devices"), list):
+    listed = hardware.get("devices")
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    if devices:
         names = "; ".join(f"{d.get('name')} {d.get('description')}".strip() for d in devices)
     else:
         names = f"CPU {env.get('cpu', '?')}"
