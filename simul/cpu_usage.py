@@ -7,6 +7,9 @@ whole run):
     cpu        CPU seconds of the whole process (all threads, ``time.process_time``) in the calls
     runqueue   seconds the process's threads were runnable but waiting for a CPU: the second field of
                Linux's /proc/self/task/*/schedstat (absent where the kernel does not keep it)
+
+(wall and cpu through simul.clock, which leaves out the turns of other evaluations of the same process
+when several take turns, as in `simul bench --parallel`; the run queue wait stays the whole process's)
     load1      the 1-minute load average at the start and end of each call (mean and maximum)
 
 and from them
@@ -29,13 +32,13 @@ nothing, while one waiting in the run queue is refused. CPU/wall is kept in the 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simul import clock
 from simul.methods import Method
 from simul.metrics.registry import METRICS
 
@@ -176,7 +179,7 @@ class CpuMeter:
         self._loadavg = loadavg
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(time.perf_counter(), time.process_time(), self._runqueue(), self._loadavg())
+        return Snapshot(clock.wall(), clock.cpu(), self._runqueue(), self._loadavg())
 
     @contextmanager
     def measure(self, key: str) -> Iterator[None]:

@@ -5,14 +5,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simul import __version__, openmp
+from simul import __version__, clock, openmp
 from simul.backend import ContextOverflowError
 from simul.cpu_usage import CpuMeter, TimingNotes
 from simul.decoding import StepRecord, StreamResult
@@ -67,6 +66,7 @@ class EvalOutcome:
     streams_total: int
     run_dir: Path | None
     stage: str = "decoding"  # what was under way when an interrupted run stopped: decoding or scoring
+    results: dict[str, list[StreamResult]] = field(default_factory=dict)  # a complete run's, per method key
 
 
 ProgressHook = Callable[[int, int], None]  # (done, total)
@@ -81,7 +81,7 @@ class Throughput:
     """
 
     parallel: int
-    started: float = field(default_factory=time.perf_counter)
+    started: float = field(default_factory=clock.wall)
     updates: int = 0
     output_tokens: int = 0
     streams: int = 0
@@ -94,7 +94,7 @@ class Throughput:
 
     @property
     def seconds(self) -> float:
-        return time.perf_counter() - self.started
+        return clock.wall() - self.started
 
     @property
     def updates_per_second(self) -> float:
@@ -385,7 +385,7 @@ def _evaluate(
         writer.run = run
         writer.write_per_stream(scored.per_stream_rows())
         writer.save()
-    return EvalOutcome(run, scored, True, finished, len(streams), request.out)
+    return EvalOutcome(run, scored, True, finished, len(streams), request.out, results=results)
 
 
 def _attach_scores(run: dict[str, Any], scored: Scored) -> None:

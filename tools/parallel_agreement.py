@@ -21,10 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simul.agreement import agreement as compare_results
 from simul.errors import SimulError
 from simul.rundir import load_run
-
-METRICS = ("chrf", "ne", "ad", "ao", "tps", "speedup")
 
 
 def agreement(base_dir: Path, new_dir: Path) -> dict[str, Any]:
@@ -33,38 +32,10 @@ def agreement(base_dir: Path, new_dir: Path) -> dict[str, Any]:
         raise SimulError(f"{base_dir} and {new_dir} hold different streams")
     metrics_b = {m["key"]: m["metrics"] for m in base.run.get("methods", [])}
     metrics_n = {m["key"]: m["metrics"] for m in new.run.get("methods", [])}
-    methods = []
-    for key, results in base.results.items():
-        if key not in new.results:
-            continue
-        by_id = {r.stream_id: r for r in new.results[key]}
-        finals = steps = same_finals = same_steps = 0
-        for result in results:
-            other = by_id[result.stream_id]
-            finals += 1
-            same_finals += result.final_output == other.final_output
-            for a, b in zip(result.steps, other.steps, strict=True):
-                steps += 1
-                same_steps += a.output_ids == b.output_ids
-        deltas = {}
-        for name in METRICS:
-            vb, vn = metrics_b.get(key, {}).get(name), metrics_n.get(key, {}).get(name)
-            deltas[name] = {"base": vb, "new": vn, "delta": None if vb is None or vn is None else vn - vb}
-        methods.append(
-            {
-                "method": key,
-                "streams": finals,
-                "same_final_outputs": same_finals,
-                "final_agreement": same_finals / finals if finals else None,
-                "steps": steps,
-                "same_step_outputs": same_steps,
-                "metrics": deltas,
-            }
-        )
     return {
         "base": {"path": str(base_dir), "throughput": base.run.get("throughput")},
         "new": {"path": str(new_dir), "throughput": new.run.get("throughput")},
-        "methods": methods,
+        "methods": compare_results(base.results, new.results, metrics_b, metrics_n),
     }
 
 

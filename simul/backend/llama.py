@@ -14,7 +14,7 @@ import ctypes
 import dataclasses
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,15 @@ _backend_ready = False
 # llama.cpp's log lines, kept (not printed) so that a failure can quote them.
 LLAMA_LOG: deque[str] = deque(maxlen=400)
 _log_callback: object = None
+# Per thread: called after each forward pass (see set_pass_hook).
+_hooks = threading.local()
+
+
+def set_pass_hook(hook: Callable[[], None] | None) -> None:
+    """Call ``hook`` after every forward pass this thread makes (None: stop). simul.side_by_side uses it
+    to let another evaluation of the process take its turn between passes; the logits a pass returns stay
+    valid, since each evaluation has a context of its own."""
+    _hooks.after_pass = hook
 
 
 def _llama() -> object:
@@ -483,6 +492,9 @@ class LlamaBackend:
             raise SimulError(f"llama_decode failed with code {rc} on a batch of {row} tokens {where}")
         for seq, tokens, _ in requests:
             seq.cache.extend(tokens)
+        hook = getattr(_hooks, "after_pass", None)
+        if hook is not None:
+            hook()
         if n_out == 0:
             return [None] * len(requests)
         ptr = self._lib.llama_get_logits(self._ctx)  # type: ignore[attr-defined]

@@ -3,16 +3,23 @@
 It runs `simul eval`'s code path (one model load, methods interleaved stream by stream) and adds the split of
 update time into prompt evaluation, draft verification, one-token decoding and the rest (tokenizing, argmax,
 acceptance tests, detokenizing: Python-side work).
+
+With ``--parallel N`` it also decodes the same streams N at a time (batched forward passes) beside the
+single-stream run, the two taking turns in one process (simul.side_by_side), and reports what batching buys:
+throughput of each, their ratio, and how far the batched outputs and metrics move. TPS and speedup in the
+paper's sense stay those of the single-stream run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from simul.agreement import agreement
 from simul.cli.common import (
     FuseOpt,
     LimitOpt,
@@ -20,6 +27,7 @@ from simul.cli.common import (
     NCtxOpt,
     NGpuLayersOpt,
     OverwriteOpt,
+    ParallelOpt,
     TemplateOpt,
     ThreadsOpt,
     VerifyChunkOpt,
@@ -27,13 +35,15 @@ from simul.cli.common import (
     handle_errors,
     print_json,
 )
-from simul.cli.running import engine_settings, run_with_progress
+from simul.cli.running import engine_settings, run_side_by_side_with_progress, run_with_progress
 from simul.cpu_usage import MARK, TimingNotes
+from simul.errors import UsageError
 from simul.evaluation import EvalOutcome, EvalRequest
 from simul.methods import Method
 from simul.paths import default_streams_file
 from simul.report import fmt
 from simul.safe_text import markup
+from simul.side_by_side import LaneRecord
 
 
 def time_split(counts: dict[str, Any]) -> dict[str, float]:
@@ -126,6 +136,80 @@ def bench_table(rows: list[dict[str, Any]], title: str, timing: TimingNotes | No
     return table
 
 
+def side_by_side_json(
+    base: EvalOutcome, batched: EvalOutcome, lanes: list[LaneRecord], parallel: int
+) -> dict[str, Any]:
+    """Throughput of the single-stream and the batched run (their own turns' wall and CPU time), the ratio
+    of their wall times, and how far the batched results move (simul.agreement)."""
+    sides = []
+    for outcome, lane in zip((base, batched), lanes, strict=True):
+        rate = outcome.run.get("throughput") or {}
+        sides.append(
+            {
+                **lane.to_json(),
+                **{
+                    k: rate.get(k)
+                    for k in (
+                        "parallel",
+                        "streams",
+                        "updates",
+                        "output_tokens",
+                        "updates_per_second",
+                        "output_tokens_per_second",
+                    )
+                },
+            }
+        )
+    wall_1, wall_n = lanes[0].wall_seconds, lanes[1].wall_seconds
+    metrics = [{m["key"]: m["metrics"] for m in outcome.scored.methods_json()} for outcome in (base, batched)]
+    return {
+        "parallel": parallel,
+        "runs": sides,
+        "wall_ratio": round(wall_n / wall_1, 4) if wall_1 > 0 else None,
+        "throughput_gain": round(wall_1 / wall_n, 3) if wall_n > 0 else None,
+        "agreement": agreement(base.results, batched.results, metrics[0], metrics[1]),
+    }
+
+
+def side_by_side_table(doc: dict[str, Any], labels: dict[str, str]) -> Table:
+    table = Table(
+        title=f"--parallel {doc['parallel']} beside --parallel 1, taking turns in one process",
+        header_style="bold",
+        caption_justify="left",
+    )
+    for header in ("N", "turns", "wall s", "CPU/wall", "load", "updates/s", "out tok/s"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for side in doc["runs"]:
+        table.add_row(
+            str(side["parallel"]),
+            str(side["turns"]),
+            fmt(side["wall_seconds"], ".1f"),
+            fmt(side["cpu_per_wall"], ".2f"),
+            fmt(side["load1_mean"], ".2f"),
+            fmt(side["updates_per_second"], ".2f"),
+            fmt(side["output_tokens_per_second"], ".1f"),
+        )
+    lines = [
+        f"N = {doc['parallel']} took {fmt(doc['wall_ratio'], '.3f')} of the wall time of N = 1 "
+        f"({fmt(doc['throughput_gain'], '.2f')}x the throughput). Wall, CPU/wall and load: over each run's "
+        "own turns of decoding."
+    ]
+    for m in doc["agreement"]:
+        d = m["metrics"]
+        deltas = ", ".join(
+            f"{name} {d[name]['delta']:+.2f}"
+            for name in ("chrf", "ne", "ad", "ao")
+            if d[name]["delta"] is not None
+        )
+        lines.append(
+            f"{markup(labels.get(m['method'], m['method']), newlines=False)}: final outputs identical in "
+            f"{m['same_final_outputs']}/{m['streams']} streams, step outputs in "
+            f"{m['same_step_outputs']}/{m['steps']}; N = {doc['parallel']} minus N = 1: {deltas}"
+        )
+    table.caption = "\n".join(lines)
+    return table
+
+
 def register(app: typer.Typer) -> None:
     @app.command("bench")
     @handle_errors
@@ -152,7 +236,12 @@ def register(app: typer.Typer) -> None:
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
         n_gpu_layers: NGpuLayersOpt = None,
+        parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Also write the run directory here.")] = None,
+        parallel_out: Annotated[
+            Path | None,
+            typer.Option(help="With --parallel N > 1: also write the batched run directory here."),
+        ] = None,
         overwrite: OverwriteOpt = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
@@ -165,6 +254,12 @@ def register(app: typer.Typer) -> None:
         methods.append(Method("ssbd", beta=beta, **options))  # type: ignore[arg-type]
         if cd:
             methods.append(Method("cd"))
+        if parallel < 1:
+            raise UsageError(f"--parallel must be 1 or more, got {parallel}")
+        if parallel_out is not None and parallel == 1:
+            raise UsageError("--parallel-out needs --parallel N with N > 1")
+        if parallel_out is not None and out is not None and parallel_out.resolve() == out.resolve():
+            raise UsageError("--out and --parallel-out must be different directories")
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=list({m.key: m for m in methods}.values()),
@@ -174,7 +269,15 @@ def register(app: typer.Typer) -> None:
             overwrite=overwrite,
             comet_model="none",
         )
-        outcome = run_with_progress(request, quiet, "benchmark")
+        batched: dict[str, Any] | None = None
+        if parallel == 1:
+            outcome = run_with_progress(request, quiet, "benchmark")
+        else:
+            engine = dataclasses.replace(request.engine, parallel=parallel)
+            other = dataclasses.replace(request, engine=engine, out=parallel_out)
+            names = ["--parallel 1", f"--parallel {parallel}"]
+            (outcome, wide), lanes = run_side_by_side_with_progress([request, other], names, quiet, "bench")
+            batched = side_by_side_json(outcome, wide, lanes, parallel)
         rows = bench_rows(outcome)
         cfg = outcome.run["config"]
         title = markup(
@@ -185,6 +288,9 @@ def register(app: typer.Typer) -> None:
         timing = TimingNotes.from_run(outcome.run)
         if not quiet:
             err_console.print(bench_table(rows, title, timing))
+            if batched is not None:
+                labels = {row["key"]: row["label"] for row in rows}
+                err_console.print(side_by_side_table(batched, labels))
         if as_json:
             print_json(
                 {
@@ -195,5 +301,6 @@ def register(app: typer.Typer) -> None:
                     "cpu": outcome.run["environment"]["cpu"],
                     "timing_unreliable": timing.unreliable,
                     "run_dir": str(out) if out else None,
+                    **({"side_by_side": batched} if batched is not None else {}),
                 }
             )

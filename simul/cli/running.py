@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import typer
@@ -21,6 +21,7 @@ from simul.engine import EngineSettings
 from simul.errors import UsageError
 from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
 from simul.safe_text import markup
+from simul.side_by_side import LaneRecord, run_side_by_side
 from simul.templates import TEMPLATE_NAMES
 
 PLAIN_PROGRESS_EVERY = 10.0  # seconds between plain progress lines (stderr not a terminal)
@@ -163,24 +164,51 @@ def run_with_progress(
             )
         except Interrupted as stop:
             bar.stop()
-            outcome = stop.outcome
-            if on_interrupt is not None and outcome.stage == "decoding":
-                on_interrupt(outcome)
-            what, code = interrupt_exit(stop.cause)
-            if outcome.stage == "scoring":
-                hint = (
-                    f"; score them with `simul eval --resume --out {markup(request.out)}` (same options)"
-                    if request.out
-                    else ""
-                )
-                err_console.print(
-                    f"[yellow]{what}[/] while scoring: all {outcome.streams_done} streams were decoded"
-                    f"{' and are kept' if request.out else ''}{hint}"
-                )
-            else:
-                hint = f"; continue with --resume --out {markup(request.out)}" if request.out else ""
-                err_console.print(
-                    f"[yellow]{what}[/] after {outcome.streams_done} of {outcome.streams_total} "
-                    f"streams: finished streams are kept{hint}"
-                )
+            if on_interrupt is not None and stop.outcome.stage == "decoding":
+                on_interrupt(stop.outcome)
+            raise typer.Exit(code=report_interrupted(stop, request.out)) from None
+
+
+def report_interrupted(stop: Interrupted, out: Path | None, what_run: str = "") -> int:
+    """Say what an interrupted evaluation kept (``what_run`` names it, when there are several); returns the
+    exit code."""
+    outcome = stop.outcome
+    what, code = interrupt_exit(stop.cause)
+    if outcome.stage == "scoring":
+        hint = f"; score them with `simul eval --resume --out {markup(out)}` (same options)" if out else ""
+        err_console.print(
+            f"[yellow]{what}[/]{what_run} while scoring: all {outcome.streams_done} streams were decoded"
+            f"{' and are kept' if out else ''}{hint}"
+        )
+    else:
+        hint = f"; continue with --resume --out {markup(out)}" if out else ""
+        err_console.print(
+            f"[yellow]{what}[/]{what_run} after {outcome.streams_done} of {outcome.streams_total} "
+            f"streams: finished streams are kept{hint}"
+        )
+    return code
+
+
+def run_side_by_side_with_progress(
+    requests: Sequence[EvalRequest], names: Sequence[str], quiet: bool, label: str
+) -> tuple[list[EvalOutcome], list[LaneRecord]]:
+    """Run the evaluations in turns (simul.side_by_side) under one progress bar per evaluation.
+
+    On Ctrl-C or SIGTERM every evaluation keeps its finished streams (in its run directory when it has one),
+    each says what it kept, and the command exits 130 (143 for SIGTERM)."""
+    plain = [None if quiet or show_progress(quiet) else PlainProgress(f"{label} {n}") for n in names]
+    with progress_bar(show_progress(quiet)) as bar:
+        tasks = [bar.add_task(f"{label} {name}", total=None, rate="") for name in names]
+
+        def on_progress(lane: int, done: int, total: int) -> None:
+            bar.update(tasks[lane], completed=done, total=total)
+            shown = plain[lane]
+            if shown is not None:
+                shown.update(done, total)
+
+        try:
+            return run_side_by_side(requests, names, progress=on_progress)
+        except Interrupted as stop:
+            bar.stop()
+            code = report_interrupted(stop, requests[0].out, f" ({names[0]})")
             raise typer.Exit(code=code) from None

@@ -24,13 +24,13 @@ The decoder is a step machine: ``stream_steps`` is a generator that yields each 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
 
+from simul import clock
 from simul.backend import ContextOverflowError, LlamaBackend, Logits
 from simul.backend.sequence import KVSequence
 from simul.decoding.acceptance import accepts
@@ -170,7 +170,7 @@ class StreamDecoder:
         backend = self.backend
         step = stream.steps[index]
         method = self.method
-        t0 = time.perf_counter()
+        t0 = clock.wall()
         prompt = self.tokenize_prompt(self.prompt_for(stream, step.source))
         max_len = self.max_output_tokens(step.source)
         if len(prompt) + max_len > seq.n_ctx:
@@ -194,10 +194,10 @@ class StreamDecoder:
         fused = self.fuse and bool(draft) and method.name != "rt"
         cd_draft = method.name == "cd" and bool(draft)
         rows: Logits | None = None
-        te = time.perf_counter()
+        te = clock.wall()
         if not fused:
             rows = yield Eval(pending, None if cd_draft else len(pending) - 1)
-        t1 = time.perf_counter()
+        t1 = clock.wall()
         t_prompt_eval = 0.0 if fused else t1 - te
         lead = pending if fused else []
 
@@ -205,10 +205,10 @@ class StreamDecoder:
             assert rows is not None
             yield from self._continue(rows[0], gen, None, seq)
         elif method.name == "cd":
-            te = time.perf_counter()
+            te = clock.wall()
             tokens = [*lead, *draft]
             rows = yield Eval(tokens, len(tokens) - 1)
-            gen.t_verify += time.perf_counter() - te
+            gen.t_verify += clock.wall() - te
             gen.verify_rows += len(draft)
             assert rows is not None
             gen.output.extend(draft)
@@ -221,7 +221,7 @@ class StreamDecoder:
             assert method.beta is not None
             first = rows[0] if rows is not None else None
             yield from self._verify_and_continue(first, draft, method.beta, unbiased_from, gen, lead, seq)
-        t2 = time.perf_counter()
+        t2 = clock.wall()
 
         output = gen.output
         data = backend.detokenize(output)
@@ -311,9 +311,9 @@ class StreamDecoder:
             # p_i comes from batch index len(head) - 1 + (i - pos); the first row asked for is p_i0
             i0 = max(pos if head else pos + 1, min(certain, end))
             base = len(head) - 1 - pos
-            te = time.perf_counter()
+            te = clock.wall()
             rows = yield Eval([*head, *part], base + i0)
-            gen.t_verify += time.perf_counter() - te
+            gen.t_verify += clock.wall() - te
             gen.verify_rows += len(part)
             assert rows is not None
 
@@ -400,9 +400,9 @@ class StreamDecoder:
             if len(output) >= gen.max_len:
                 gen.stop = "length"
                 return
-            te = time.perf_counter()
+            te = clock.wall()
             rows = yield Eval([token], 0)
-            gen.t_decode += time.perf_counter() - te
+            gen.t_decode += clock.wall() - te
             gen.decode_passes += 1
             assert rows is not None
             row = rows[0]
