@@ -55,6 +55,7 @@ class EvalRequest:
     require_comet: bool = False
     shard: Shard | None = None  # decode only this share of the streams (simul/shard.py)
     extra_config: dict[str, Any] = field(default_factory=dict)  # recorded in config (e.g. the sweep's)
+    out_option: str = "--out"  # the command's option that named ``out``, for messages about it
 
 
 @dataclass
@@ -154,10 +155,10 @@ def check_request(request: EvalRequest) -> None:
         )
 
 
-def lock_out_dir(out: Path) -> tuple[RunLock, bool]:
+def lock_out_dir(out: Path, option: str = "--out") -> tuple[RunLock, bool]:
     """Create (if needed) and lock the run directory; returns the lock and whether the folder is new."""
     if out.exists() and not out.is_dir():
-        raise SimulError(f"--out {out} exists and is not a directory; choose a directory path")
+        raise SimulError(f"{option} {out} exists and is not a directory; choose a directory path")
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -198,18 +199,18 @@ def run_evaluation(
     :class:`Interrupted` carrying the partial outcome. The run directory, if any, is locked throughout."""
     check_request(request)
     streams = load_stream_set(request.streams_path, request.limit)
-    with locked_run_dir(request.out):
+    with locked_run_dir(request.out, request.out_option):
         return _evaluate(request, streams, engine, progress, on_comet_loading, on_throughput)
 
 
 @contextmanager
-def locked_run_dir(out: Path | None) -> Iterator[None]:
+def locked_run_dir(out: Path | None, option: str = "--out") -> Iterator[None]:
     """Hold the lock of run directory ``out`` (created if needed) for the block; a folder created here and
     left empty by a failure is removed again. Nothing happens for ``None`` (no run directory)."""
     if out is None:
         yield
         return
-    lock, created = lock_out_dir(out)
+    lock, created = lock_out_dir(out, option)
     finished = False
     try:
         yield
@@ -313,7 +314,11 @@ def _evaluate(
                 done.update(loaded.complete)
             else:
                 writer = RunWriter.create(
-                    request.out, run, streams, overwrite=request.overwrite or request.resume
+                    request.out,
+                    run,
+                    streams,
+                    overwrite=request.overwrite or request.resume,
+                    option=request.out_option,
                 )
 
         todo = [s for s in streams if s.id not in done]

@@ -237,9 +237,17 @@ class RunWriter:
         self._steps = None
 
     @classmethod
-    def create(cls, path: Path, run: dict[str, Any], streams: Sequence[Stream], overwrite: bool) -> RunWriter:
+    def create(
+        cls,
+        path: Path,
+        run: dict[str, Any],
+        streams: Sequence[Stream],
+        overwrite: bool,
+        option: str = "--out",
+    ) -> RunWriter:
+        """Start the run directory ``path`` (``option`` names the command's option for it in messages)."""
         if path.exists() and not path.is_dir():
-            raise SimulError(f"--out {path} exists and is not a directory")
+            raise SimulError(f"{option} {path} exists and is not a directory")
         if (path / RUN_FILE).exists() and not overwrite:
             status = _peek_status(path)
             hint = (
@@ -248,7 +256,7 @@ class RunWriter:
                 else "pass --overwrite to replace it"
             )
             raise SimulError(
-                f"{path} already holds a run ({excerpt(status)}); {hint}, or choose another --out"
+                f"{path} already holds a run ({excerpt(status)}); {hint}, or choose another {option}"
             )
         path.mkdir(parents=True, exist_ok=True)
         for name in (STEPS_FILE, TIMINGS_FILE, PER_STREAM_FILE):

@@ -274,7 +274,7 @@ def register(app: typer.Typer) -> None:
             outcome = run_with_progress(request, quiet, "benchmark")
         else:
             engine = dataclasses.replace(request.engine, parallel=parallel)
-            other = dataclasses.replace(request, engine=engine, out=parallel_out)
+            other = dataclasses.replace(request, engine=engine, out=parallel_out, out_option="--parallel-out")
             names = ["--parallel 1", f"--parallel {parallel}"]
             (outcome, wide), lanes = run_side_by_side_with_progress([request, other], names, quiet, "bench")
             batched = side_by_side_json(outcome, wide, lanes, parallel)
