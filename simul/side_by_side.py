@@ -233,6 +233,9 @@ def run_side_by_side(
         thread.start()
     try:
         lane_main(0)
+    except BaseException:  # a stop while lane 0 waited for the others to finish: stop them too
+        baton.stop(0)
+        raise
     finally:
         for thread in threads:
             while thread.is_alive():

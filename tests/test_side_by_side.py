@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from simul import clock
 from simul.cli import app
 from simul.engine import EngineSettings
-from simul.evaluation import EvalRequest, run_evaluation
+from simul.evaluation import EvalRequest, Interrupted, run_evaluation
 from simul.methods import Method
 from simul.side_by_side import Baton, LaneStopped, run_side_by_side
 from simul.streams.format import write_streams
@@ -148,6 +148,30 @@ def test_a_stopped_lane_stops_the_others_instead_of_leaving_them_waiting() -> No
     thread.join(timeout=10)
     assert not thread.is_alive() and outcome == ["stopped"]
     assert baton.stopped_by == 1
+
+
+def test_a_stop_in_one_lane_stops_the_other_and_both_keep_what_they_finished(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    streams = tmp_path / "streams.jsonl"
+    many = [dataclasses.replace(s, id=f"{s.id}-lag{lag}") for lag in (2, 3, 4) for s in make_streams(lag)]
+    write_streams(streams, many)
+    requests = [request(tiny_model, streams, 1), request(tiny_model, streams, 3)]
+    for i, req in enumerate(requests):
+        req.out = tmp_path / f"run{i}"
+
+    def ctrl_c_in_lane_0(lane: int, done: int, total: int) -> None:
+        if lane == 0 and done == 2:
+            raise KeyboardInterrupt  # as Ctrl-C would, in the main thread
+
+    with pytest.raises(Interrupted) as stopped:
+        run_side_by_side(requests, ["N=1", "N=3"], progress=ctrl_c_in_lane_0, turn_seconds=0.0)
+    assert stopped.value.outcome.streams_done == 2
+    for i in (0, 1):
+        run = json.loads((tmp_path / f"run{i}" / "run.json").read_text())
+        assert run["status"] == "interrupted", (i, run["status"])
+        kept = (tmp_path / f"run{i}" / "steps.jsonl").read_text().splitlines()
+        assert len({json.loads(line)["stream"] for line in kept}) == run["streams_done"] < len(many)
 
 
 def test_bench_parallel_reports_both_runs_and_their_agreement(tiny_model: Path, tmp_path: Path) -> None:
