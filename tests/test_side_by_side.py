@@ -197,7 +197,7 @@ def test_bench_parallel_reports_both_runs_and_their_agreement(tiny_model: Path, 
     for path, n in ((out1, 1), (out2, 2)):
         run = json.loads((path / "run.json").read_text())
         assert run["status"] == "complete" and run["config"]["parallel"] == n
-    assert "beside --parallel 1" in result.stderr
+    assert "beside --parallel 1" in result.stderr and "final outputs identical in" in result.stderr
 
 
 def test_bench_parallel_with_a_failing_lane_reports_its_error(tiny_model: Path, tmp_path: Path) -> None:
