@@ -7,10 +7,10 @@ whole run):
     cpu        CPU seconds of the whole process (all threads, ``time.process_time``) in the calls
     runqueue   seconds the process's threads were runnable but waiting for a CPU: the second field of
                Linux's /proc/self/task/*/schedstat (absent where the kernel does not keep it)
+    load1      the 1-minute load average at the start and end of each call (mean and maximum)
 
 (wall and cpu through simul.clock, which leaves out the turns of other evaluations of the same process
 when several take turns, as in `simul bench --parallel`; the run queue wait stays the whole process's)
-    load1      the 1-minute load average at the start and end of each call (mean and maximum)
 
 and from them
 

@@ -261,16 +261,18 @@ def register(app: typer.Typer) -> None:
         methods.append(Method("ssbd", beta=beta, **options))  # type: ignore[arg-type]
         if cd:
             methods.append(Method("cd"))
-        if parallel < 1:
-            raise UsageError(f"--parallel must be 1 or more, got {parallel}")
         if parallel_out is not None and parallel == 1:
             raise UsageError("--parallel-out needs --parallel N with N > 1")
         if parallel_out is not None and out is not None and parallel_out.resolve() == out.resolve():
             raise UsageError("--out and --parallel-out must be different directories")
+        # checked as given (--parallel included); the N = 1 run and, with N > 1, the batched one beside it
+        settings = engine_settings(
+            model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+        )
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=list({m.key: m for m in methods}.values()),
-            engine=engine_settings(model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers),
+            engine=dataclasses.replace(settings, parallel=1),
             limit=limit,
             out=out,
             overwrite=overwrite,
@@ -280,8 +282,9 @@ def register(app: typer.Typer) -> None:
         if parallel == 1:
             outcome = run_with_progress(request, quiet, "benchmark")
         else:
-            engine = dataclasses.replace(request.engine, parallel=parallel)
-            other = dataclasses.replace(request, engine=engine, out=parallel_out, out_option="--parallel-out")
+            other = dataclasses.replace(
+                request, engine=settings, out=parallel_out, out_option="--parallel-out"
+            )
             names = ["--parallel 1", f"--parallel {parallel}"]
             (outcome, wide), lanes = run_side_by_side_with_progress([request, other], names, quiet, "bench")
             batched = side_by_side_json(outcome, wide, lanes, parallel)

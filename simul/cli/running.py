@@ -90,9 +90,13 @@ class PlainProgress:
         self.write(f"{self.label}: {description}")
 
 
-def check_engine_options(n_ctx: int, threads: int | None, verify_chunk: int, template: str) -> None:
+def check_engine_options(
+    n_ctx: int, threads: int | None, verify_chunk: int, template: str, parallel: int = 1
+) -> None:
     """The engine options of eval, sweep and bench, checked before anything is loaded (usage errors).
     llama.cpp itself crashed on a context of 0 tokens, so nothing out of range may reach it."""
+    if parallel < 1:
+        raise UsageError(f"--parallel must be 1 or more, got {parallel}")
     if n_ctx < 1:
         raise UsageError(f"--n-ctx must be a positive number of tokens (e.g. 2048), got {n_ctx}")
     if threads is not None and threads < 0:
@@ -115,7 +119,7 @@ def engine_settings(
     n_gpu_layers: int | None = None,
     parallel: int = 1,
 ) -> EngineSettings:
-    check_engine_options(n_ctx, threads, verify_chunk, template)
+    check_engine_options(n_ctx, threads, verify_chunk, template, parallel)
     return EngineSettings(
         model=model,
         template=template,
