@@ -42,6 +42,30 @@ def cpu_flags() -> str:
     return platform.processor()
 
 
+# ggml's AMX matrix multiplication (built in whenever -march=native enables AMX) dies with SIGSEGV at its
+# first ldtilecfg on some virtual machines that report AMX, although the kernel grants the tile permission and
+# a plain ldtilecfg/tilezero/tilestored program runs there (seen on a 2-vCPU Sapphire Rapids KVM guest,
+# Linux 6.18, llama-cpp-python 0.3.36: every forward pass of a Q4_K model crashed). For the one-token and
+# short verification passes simul makes, AMX brings little; AVX-512 VNNI stays. SIMUL_LLAMA_AMX=1 keeps it.
+AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
+
+def platform_cmake_args(cmake_args: str, flags: str, machine: str, environ: dict[str, str]) -> str:
+    """CMake arguments this machine needs on top of the given ones: AMX off where the CPU reports it (see
+    AMX_FLAGS), unless the arguments already set the compiler flags or SIMUL_LLAMA_AMX=1."""
+    words = flags.split()
+    if (
+        machine.lower() in ("x86_64", "amd64")
+        and "amx_tile" in words
+        and "CMAKE_C_FLAGS" not in cmake_args
+        and "CMAKE_CXX_FLAGS" not in cmake_args
+        and environ.get("SIMUL_LLAMA_AMX", "") != "1"
+    ):
+        extra = f"-DCMAKE_C_FLAGS='{AMX_FLAGS}' -DCMAKE_CXX_FLAGS='{AMX_FLAGS}'"
+        return f"{cmake_args} {extra}".strip()
+    return cmake_args
+
+
 def cache_key(version: str, cmake_args: str) -> str:
     parts = [
         f"llama-cpp-python=={version}",
@@ -61,12 +85,15 @@ def main() -> int:
     parser.add_argument("--version", required=True, help="llama-cpp-python version to build")
     parser.add_argument("--cmake-args", default="", help="CMAKE_ARGS for the llama.cpp build")
     args = parser.parse_args()
+    cmake_args = platform_cmake_args(args.cmake_args, cpu_flags(), platform.machine(), dict(os.environ))
+    if cmake_args != args.cmake_args:
+        print(
+            f"llama-cpp-python: adding for this CPU: {cmake_args[len(args.cmake_args) :].strip()}",
+            file=sys.stderr,
+        )
 
     target = (
-        cache_root()
-        / "wheels"
-        / "llama-cpp-python"
-        / f"{args.version}-{cache_key(args.version, args.cmake_args)}"
+        cache_root() / "wheels" / "llama-cpp-python" / f"{args.version}-{cache_key(args.version, cmake_args)}"
     )
     found = sorted(target.glob("llama_cpp_python-*.whl")) if target.is_dir() else []
     if found:
@@ -78,7 +105,7 @@ def main() -> int:
         f"llama-cpp-python {args.version}: building from source (a few minutes; cached in {target})",
         file=sys.stderr,
     )
-    env = dict(os.environ, CMAKE_ARGS=args.cmake_args)
+    env = dict(os.environ, CMAKE_ARGS=cmake_args)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         cmd = [
