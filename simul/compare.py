@@ -127,6 +127,24 @@ def hardware_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str 
     return None if b == n else f"base: {b}; new: {n}"
 
 
+def wait_policy_summary(run: Mapping[str, Any]) -> str:
+    """How llama.cpp's CPU threads waited (simul.openmp): the OpenMP policy, spin count and runtime."""
+    omp = _mapping(_mapping(run.get("environment")).get("openmp"))
+    if not omp:
+        return "not recorded"
+    policy = omp.get("wait_policy", "?")
+    spin = omp.get("gomp_spincount")
+    runtimes = omp.get("runtimes")
+    names = ", ".join(str(r) for r in runtimes) if isinstance(runtimes, list) and runtimes else "no OpenMP"
+    return f"{policy}" + (f", GOMP_SPINCOUNT={spin}" if spin else "") + f" ({names})"
+
+
+def wait_policy_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Both sides' wait policies when they differ, else None (speed figures depend on it: issue 23)."""
+    b, n = wait_policy_summary(base), wait_policy_summary(new)
+    return None if b == n else f"base: {b}; new: {n}"
+
+
 def pair_methods(
     base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -383,6 +401,14 @@ def compare(
         notes.append(
             f"timing metrics ({timing}) were measured on different hardware ({hardware}): their changes say "
             "nothing about the code"
+        )
+    policy = wait_policy_difference(base.run, new.run)
+    if policy:
+        timing = ", ".join(name for name, info in METRICS.items() if info.timing)
+        notes.append(
+            f"timing metrics ({timing}) were measured with different OpenMP wait policies ({policy}): a "
+            "thread that sleeps at each barrier makes one-token passes slower than one that spins, so their "
+            "changes may come from the policy"
         )
     thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
     thresholds.update(max_drop)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from simul import clock
+from simul.calibration import MAX_SLOWDOWN, PassCosts, run_slowdown
 from simul.methods import Method
 from simul.metrics.registry import METRICS
 
@@ -253,6 +254,10 @@ class TimingNotes:
         # As in metrics.compute: the speedups are relative to RT without mask-k, else to any RT.
         rts = [m for m in methods if m.name == "rt"]
         rt = next((m for m in rts if not m.mask_k), rts[0] if rts else None)
+        costs = environment.get("pass_costs") if isinstance(environment, dict) else None
+        overhead = pass_cost_reasons(costs, run.get("methods"), [m.key for m in methods])
+        for key, why in overhead.items():
+            unreliable[key] = f"{unreliable[key]}; {why}" if key in unreliable else why
         return cls(unreliable, {m.key: m.label for m in methods}, rt.key if rt else None)
 
     def marks(self, method_key: str) -> set[str]:
@@ -283,5 +288,36 @@ class TimingNotes:
         each = "; ".join(f"{self.labels.get(k, k)} {why}" for k, why in sorted(self.unreliable.items()))
         return (
             f"{MARK} speed figures unreliable: the process got less than {100 * MIN_SHARE:.0f}% of the CPU "
-            f"time it asked for (other jobs were running): {each}"
+            "time it asked for (other jobs were running), or its forward passes cost more than the "
+            f"machine's calibrated ones: {each}"
         )
+
+
+def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, str]:
+    """Methods whose timings the calibration (simul.calibration, run.json's environment.pass_costs) makes
+    unreliable, and why: every method when the machine's per-pass overhead was out of line (threads slower
+    together than their number predicts); a method whose mean one-token pass in the run was more than
+    MAX_SLOWDOWN times the calibrated one (the machine got slower during the run)."""
+    calibrated = PassCosts.from_json(costs) if isinstance(costs, dict) else None
+    if calibrated is None:
+        return {}
+    out: dict[str, str] = {}
+    problem = calibrated.problem()
+    if problem:
+        out = {key: problem for key in keys}
+    for method in methods if isinstance(methods, list) else ():
+        counts = method.get("counts") if isinstance(method, dict) else None
+        if not isinstance(counts, dict) or not isinstance(method.get("key"), str):
+            continue
+        try:
+            ratio = run_slowdown(calibrated, float(counts["decode_seconds"]), int(counts["decode_passes"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if ratio is not None and ratio > MAX_SLOWDOWN:
+            why = (
+                f"one-token passes took {ratio:.2f}x the {calibrated.one_token_ms:.1f} ms calibrated before "
+                "the run"
+            )
+            key = method["key"]
+            out[key] = f"{out[key]}; {why}" if key in out else why
+    return out

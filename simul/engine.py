@@ -17,6 +17,7 @@ from typing import Any
 
 from simul.backend import ContextOverflowError, LlamaBackend
 from simul.backend.sequence import KVSequence
+from simul.calibration import PassCosts, calibrate
 from simul.cpu_usage import CpuMeter
 from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding.passes import Passes
@@ -43,6 +44,7 @@ class EngineSettings:
     verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
     parallel: int = 1  # streams decoded at once, their forward passes batched
+    calibrate: bool = False  # measure the forward-pass costs after loading (simul.calibration; bench does)
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -74,10 +76,22 @@ class Engine:
             n_ctx=settings.n_ctx,
             n_threads=self.threads.threads,
             n_gpu_layers=settings.n_gpu_layers,
+            thread_choice=self.threads,
         )
         self.backend.warm_up()
+        self.pass_costs: PassCosts | None = None
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)
+
+    def calibrate(self, sample: Stream) -> PassCosts:
+        """Measure the forward-pass costs (simul.calibration) after this engine's prompt for ``sample``'s
+        whole source, before any stream is decoded; the cache is cleared after, so what follows is
+        unchanged."""
+        on_cpu = not self.backend.gpu_offload or self.backend.n_gpu_layers == 0
+        source = sample.steps[-1].source if sample.steps else ""
+        prompt = self.template.render(get_language(sample.src), get_language(sample.tgt), source)
+        self.pass_costs = calibrate(self.backend, single_thread=on_cpu, prompt_text=prompt.text)
+        return self.pass_costs
 
     def close(self) -> None:
         self.backend.close()

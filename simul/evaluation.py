@@ -255,6 +255,8 @@ def _evaluate(
             engine.preflight(streams)
         except ContextOverflowError as exc:
             raise context_advice(exc, engine.backend.info.n_ctx_train) from None
+        if engine.settings.calibrate and engine.pass_costs is None:
+            engine.calibrate(streams[0])
         model = engine.describe(streams[0])
         config: dict[str, Any] = {
             "streams": {
@@ -296,6 +298,7 @@ def _evaluate(
                 "thread_choice": engine.threads.to_json(),
                 "openmp": openmp.record(),
                 "hardware": engine.backend.describe_hardware(),
+                **({"pass_costs": engine.pass_costs.to_json()} if engine.pass_costs is not None else {}),
                 "started": now(),
             },
             "higher_is_better": higher_is_better(),

@@ -7,16 +7,38 @@ OpenMP's *wait policy*. GNU libgomp reads it from the environment once, when the
 when ``llama_cpp`` is imported); it cannot be changed afterwards:
 
     OMP_WAIT_POLICY=active    spin for up to 3e10 iterations (minutes), i.e. always spin
-    (unset)                   spin 300000 iterations (about 3 ms), then sleep on a futex
+    (unset)                   spin 300000 iterations, then sleep on a futex
     OMP_WAIT_POLICY=passive   sleep at once (spin count 0)
-    GOMP_SPINCOUNT=N          spin N iterations whatever the policy says (libgomp's env.c)
+    GOMP_SPINCOUNT=N          spin N iterations, then sleep, whatever the policy says (libgomp's env.c)
 
-On an idle machine spinning saves a futex wake-up per barrier (13% of a `simul eval` on 2 idle cores). On a
-busy one it is ruinous: a spinning thread holds its core, so the scheduler cannot move the thread it waits
-for (queued behind another job) onto it, and every one of the hundreds of barriers per token pays for that:
-more than 4x slower next to one CPU-bound job on 2 cores, 5-10x under load 10-15 (docs/results.md, "Busy
-machines"). simul therefore sets ``passive`` unless the user chose a policy (``OMP_WAIT_POLICY``) or a spin
-count (``GOMP_SPINCOUNT``) themselves.
+An iteration is one ``pause`` instruction and a load: from about 10 ns (libgomp's own estimate) to about
+50 ns (recent Intel cores, where ``pause`` takes some 140 cycles).
+
+What simul chooses, unless the user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (issue 23; the figures
+are in docs/results.md, "OpenMP waiting"):
+
+* **No core taken by other work** (simul.threads' CPU sample before the model loads):
+  ``GOMP_SPINCOUNT=IDLE_SPIN`` with ``OMP_WAIT_POLICY=active``, a bounded spin. (The spin count overrides the
+  policy's; ``active`` matters only where the process has more OpenMP threads than CPUs, as in `simul bench
+  --parallel`, whose two lanes each keep a team: libgomp then *throttles* the spin to 100 iterations, or to
+  min(1000, GOMP_SPINCOUNT) under ``active``. With 100 the N = 1 lane waited almost as if passive: a
+  one-token pass of 31.1 ms, 1.08x faster than one thread.)
+  A barrier inside a pass is reached within microseconds by every thread, so a few thousand iterations
+  (tens of microseconds) catch nearly all of them without a futex wake-up; a thread that waits longer
+  (between forward passes, while Python picks the next token, or for a thread queued behind another job)
+  sleeps after that and gives its core back. On 2 idle cores a one-token pass of the default model took
+  17.5 ms with any spin from 1000 iterations to ``active``, and 33 ms with ``passive`` (a sleeping thread's
+  wake-up at every barrier; one thread alone: 32 ms).
+* **A core taken** (the same sample): ``passive``, and the automatic thread count leaves the taken cores
+  alone (simul.threads), so a spinning thread can never hold a core that the thread it waits for needs.
+  With one thread (2 cores, one busy) no parallel region runs at all.
+
+Why not always spin: next to a busy core 2 spinning threads made a one-token pass 1.2-3x slower than with
+``passive`` (active 41 ms, libgomp's default 108 ms against 34 ms; one thread 32 ms), and on the earlier
+AMD EPYC machine 10-40x. Why not always sleep: it made every run on an idle machine up to 1.8x slower, and
+it inflated SSBD's speedup, since RT's one-token passes pay the wake-ups more than SSBD's wide ones.
+llama.cpp built without OpenMP (``-DGGML_OPENMP=OFF``: ggml's own thread pool, which spins at barriers)
+was as fast as the bounded spin on idle cores (17.6 ms) and slower next to a busy one (71 ms).
 
 llama.cpp's own thread pool settings (``ggml_threadpool_params.poll``, the hybrid polling level) apply only
 to builds without OpenMP; in an OpenMP build ggml uses the pool for priority and CPU masks only, and
@@ -35,7 +57,9 @@ from typing import Any
 
 POLICY_ENV = "OMP_WAIT_POLICY"
 SPIN_ENV = "GOMP_SPINCOUNT"
-CHOSEN_POLICY = "passive"
+IDLE_SPIN = "3000"  # GOMP_SPINCOUNT when no core is taken by other work (see the module docstring)
+IDLE_POLICY = "active"  # with IDLE_SPIN: a bounded spin (GOMP_SPINCOUNT overrides the policy's own count)
+BUSY_POLICY = "passive"  # OMP_WAIT_POLICY when a core is taken
 # Shared libraries of OpenMP runtimes, as they appear in /proc/self/maps.
 RUNTIME_NAMES = ("libgomp", "libomp", "libiomp")
 
@@ -48,6 +72,7 @@ class WaitPolicy:
     set_by: str  # "simul", "user", or "nobody" (nothing set: the runtime's default)
     spin_count: str | None  # GOMP_SPINCOUNT when set (it overrides the policy's spin count in libgomp)
     in_time: bool  # False when llama_cpp was already imported: the setting came too late to matter
+    reason: str = ""  # why simul chose it (empty when simul did not choose)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,32 +80,59 @@ class WaitPolicy:
             "set_by": self.set_by,
             "gomp_spincount": self.spin_count,
             "in_time": self.in_time,
+            "reason": self.reason,
         }
 
 
 _chosen: WaitPolicy | None = None
 
 
-def choose_wait_policy(environ: MutableMapping[str, str] | None = None) -> WaitPolicy:
-    """Set ``OMP_WAIT_POLICY=passive`` unless the user set it or ``GOMP_SPINCOUNT``; call before llama_cpp
-    is imported. Idempotent: the first call decides."""
+def choose_wait_policy(
+    taken_cores: int | None = None, environ: MutableMapping[str, str] | None = None
+) -> WaitPolicy:
+    """Set the wait policy for the CPU sample's verdict (``taken_cores``: whole cores other work held when
+    the threads were chosen, simul.threads) unless the user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``;
+    call before llama_cpp is imported. In the process's environment the first call decides; None: not
+    measured, taken as idle."""
     global _chosen
     if environ is None:
         if _chosen is not None:
             return _chosen
-        _chosen = decide(os.environ, in_time="llama_cpp" not in sys.modules)
+        _chosen = decide(os.environ, in_time="llama_cpp" not in sys.modules, taken_cores=taken_cores)
         return _chosen
-    return decide(environ, in_time=True)
+    return decide(environ, in_time=True, taken_cores=taken_cores)
 
 
-def decide(environ: MutableMapping[str, str], in_time: bool) -> WaitPolicy:
+def wait_policy_chosen() -> bool:
+    """Whether this process has chosen its wait policy (llama.cpp is loaded with it)."""
+    return _chosen is not None
+
+
+def decide(environ: MutableMapping[str, str], in_time: bool, taken_cores: int | None = None) -> WaitPolicy:
     """The decision itself, on any environment mapping (tests pass a dict)."""
     policy = environ.get(POLICY_ENV, "").strip() or None
     spin = environ.get(SPIN_ENV, "").strip() or None
     if policy is not None or spin is not None:
         return WaitPolicy(policy=policy, set_by="user", spin_count=spin, in_time=in_time)
-    environ[POLICY_ENV] = CHOSEN_POLICY
-    return WaitPolicy(policy=CHOSEN_POLICY, set_by="simul", spin_count=None, in_time=in_time)
+    if taken_cores:
+        environ[POLICY_ENV] = BUSY_POLICY
+        why = (
+            f"{taken_cores} core{'s' if taken_cores != 1 else ''} taken by other work at start: threads "
+            "sleep at once at a barrier, leaving their core to the thread they wait for"
+        )
+        return WaitPolicy(BUSY_POLICY, "simul", None, in_time, why)
+    # GOMP_SPINCOUNT bounds the spin; "active" only raises libgomp's *throttled* spin count (used when the
+    # process has more OpenMP threads than CPUs, as when `simul bench --parallel` runs two contexts in two
+    # threads) from 100 iterations to min(1000, GOMP_SPINCOUNT), which keeps such runs from waiting as if
+    # passive.
+    environ[POLICY_ENV] = IDLE_POLICY
+    environ[SPIN_ENV] = IDLE_SPIN
+    why = (
+        "no core taken by other work at start"
+        + (" (not measured)" if taken_cores is None else "")
+        + f": threads spin {IDLE_SPIN} iterations at a barrier before they sleep"
+    )
+    return WaitPolicy(IDLE_POLICY, "simul", IDLE_SPIN, in_time, why)
 
 
 def loaded_runtimes(maps: Path = Path("/proc/self/maps")) -> list[str]:

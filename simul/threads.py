@@ -48,6 +48,11 @@ class ThreadChoice:
     busy_cores: float | None  # other work on those CPUs during the sample; None when not measured
     load1: float | None = None  # the 1-minute load average when the threads were chosen
 
+    @property
+    def taken_cores(self) -> int:
+        """Cores taken by other work, as the automatic rule counts them (0 when not measured)."""
+        return taken_cores(self.busy_cores, self.load1)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "threads": self.threads,
@@ -127,11 +132,17 @@ def busy_cores(
     return max(0.0, cores)
 
 
+def taken_cores(busy: float | None, load1: float | None) -> int:
+    """Whole cores taken by other work: the smaller of the sample and the load average, rounded (0 unless
+    both are known)."""
+    if busy is None or load1 is None:
+        return 0
+    return int(min(busy, load1) + 0.5)
+
+
 def auto_threads(physical: int, busy: float | None, load1: float | None = None) -> int:
     """The rule of this module's docstring: ``busy`` from the sample, ``load1`` the load average."""
-    signals = [x for x in (busy, load1) if x is not None]
-    taken = int(min(signals) + 0.5) if len(signals) == 2 else 0
-    return max(1, min(MAX_AUTO_THREADS, physical - taken))
+    return max(1, min(MAX_AUTO_THREADS, physical - taken_cores(busy, load1)))
 
 
 def load_average() -> float | None:
@@ -153,12 +164,13 @@ def choose_threads(
     if requested is not None and requested < 0:
         raise ValueError(f"threads must be 0 (automatic) or more, got {requested}")
     load1 = loadavg()
-    if requested:
-        return ThreadChoice(requested, "--threads", len(cpus), physical, None, load1)
+    # Sampled with --threads too: the OpenMP wait policy is chosen from the same sample (simul.openmp).
     before, own_before, t0 = sample(), time.process_time(), time.perf_counter()
     sleep(BUSY_SAMPLE_SECONDS)
     after, own_after, t1 = sample(), time.process_time(), time.perf_counter()
     busy = busy_cores(before, after, cpus, own_after - own_before, t1 - t0)
+    if requested:
+        return ThreadChoice(requested, "--threads", len(cpus), physical, busy, load1)
     threads = auto_threads(physical, busy, load1)
     return ThreadChoice(threads, "auto", len(cpus), physical, busy, load1)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,22 +10,37 @@ from pathlib import Path
 
 import pytest
 
-from simul.openmp import CHOSEN_POLICY, decide, loaded_runtimes
+from simul.openmp import BUSY_POLICY, IDLE_POLICY, IDLE_SPIN, decide, loaded_runtimes
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_passive_is_set_when_nothing_is() -> None:
+def test_idle_machine_gets_a_bounded_spin() -> None:
+    env: dict[str, str] = {}
+    chosen = decide(env, in_time=True, taken_cores=0)
+    assert env == {"OMP_WAIT_POLICY": IDLE_POLICY, "GOMP_SPINCOUNT": IDLE_SPIN} and int(IDLE_SPIN) > 0
+    assert chosen.set_by == "simul" and chosen.policy == "active" and chosen.spin_count == IDLE_SPIN
+    assert chosen.in_time and "no core taken" in chosen.reason
+    assert chosen.to_json()["wait_policy"] == "active"
+    assert chosen.to_json()["gomp_spincount"] == IDLE_SPIN
+
+
+def test_unmeasured_counts_as_idle_and_says_so() -> None:
     env: dict[str, str] = {}
     chosen = decide(env, in_time=True)
-    assert env["OMP_WAIT_POLICY"] == CHOSEN_POLICY == "passive"
-    assert chosen.set_by == "simul" and chosen.policy == "passive" and chosen.in_time
-    assert chosen.to_json()["wait_policy"] == "passive"
+    assert env["GOMP_SPINCOUNT"] == IDLE_SPIN and "not measured" in chosen.reason
+
+
+def test_busy_machine_gets_passive() -> None:
+    env: dict[str, str] = {}
+    chosen = decide(env, in_time=True, taken_cores=1)
+    assert env == {"OMP_WAIT_POLICY": BUSY_POLICY} and BUSY_POLICY == "passive"
+    assert chosen.policy == "passive" and chosen.spin_count is None and "1 core taken" in chosen.reason
 
 
 def test_blank_value_counts_as_unset() -> None:
     env = {"OMP_WAIT_POLICY": "  "}
-    assert decide(env, in_time=True).set_by == "simul"
+    assert decide(env, in_time=True, taken_cores=2).set_by == "simul"
     assert env["OMP_WAIT_POLICY"] == "passive"
 
 
@@ -78,14 +94,45 @@ def _load_llama(extra_env: dict[str, str]) -> str:
     return done.stderr + done.stdout
 
 
-def test_libgomp_sees_passive_when_simul_loads_llama_cpp() -> None:
+def test_libgomp_sees_simuls_choice_when_simul_loads_llama_cpp() -> None:
     out = _load_llama({})
-    assert "OMP_WAIT_POLICY = 'PASSIVE'" in out
-    assert "GOMP_SPINCOUNT = '0'" in out
     assert '"set_by": "simul"' in out and "libgomp" in out
+    record = json.loads(out.strip().splitlines()[-1])
+    if record["gomp_spincount"] is not None:  # idle when sampled: the bounded spin
+        assert f"GOMP_SPINCOUNT = '{IDLE_SPIN}'" in out and "OMP_WAIT_POLICY = 'ACTIVE'" in out
+    else:  # a core was taken: passive
+        assert "OMP_WAIT_POLICY = 'PASSIVE'" in out and "GOMP_SPINCOUNT = '0'" in out
 
 
 def test_libgomp_sees_the_users_policy() -> None:
     out = _load_llama({"OMP_WAIT_POLICY": "active"})
     assert "OMP_WAIT_POLICY = 'ACTIVE'" in out
     assert '"set_by": "user"' in out
+
+
+def test_the_backend_passes_the_cpu_samples_verdict(tiny_model: Path) -> None:
+    """A busy core seen by the thread choice makes the policy passive when the model loads."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = str(REPO)
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from simul.backend import LlamaBackend\n"
+        "from simul.threads import ThreadChoice\n"
+        "from simul import openmp\n"
+        "choice = ThreadChoice(1, 'auto', 2, 2, busy_cores=1.0, load1=1.2)\n"
+        "LlamaBackend(Path(sys.argv[1]), n_ctx=128, n_threads=1, thread_choice=choice).close()\n"
+        "print(json.dumps(openmp.record()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tiny_model)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["wait_policy"] == "passive" and record["set_by"] == "simul"
+    assert record["reason"].startswith("1 core taken by other work")

@@ -83,8 +83,11 @@ def test_auto_rule(physical: int, busy: float | None, load1: float | None, threa
 
 
 def test_choose_threads_records_how() -> None:
-    given = choose_threads(3)
-    assert given.threads == 3 and given.source == "--threads" and given.busy_cores is None
+    quiet = iter([{0: (0, 0), 1: (0, 0)}, {0: (0, 100), 1: (0, 100)}])
+    given = choose_threads(3, sample=lambda: next(quiet), sleep=lambda s: None, loadavg=lambda: 0.1)
+    # sampled with --threads too: the OpenMP wait policy is chosen from the same sample
+    assert given.threads == 3 and given.source == "--threads" and given.busy_cores == 0.0
+    assert given.taken_cores == 0
     samples = iter([{0: (0, 0), 1: (0, 0)}, {0: (100, 100), 1: (0, 100)}])
     auto = choose_threads(0, sample=lambda: next(samples), sleep=lambda s: None, loadavg=lambda: 1.25)
     assert auto.source == "auto" and auto.load1 == 1.25

@@ -27,6 +27,7 @@ quiet machine: the idle runs are the reference (a warning says when they were no
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -82,6 +83,7 @@ class Result:
     run: dict[str, Any]
     table: str
     timed_out: bool = False  # stopped at --max-seconds: the wall time is a lower bound
+    bench: dict[str, Any] | None = None  # figures of `simul bench` under the same variant and condition
 
     def summary(self) -> dict[str, Any]:
         env = self.run.get("environment", {})
@@ -117,6 +119,7 @@ class Result:
             },
             "marked_unreliable": "speed figures unreliable" in self.table,
             "tps": {m["key"]: m["metrics"].get("tps") for m in self.run.get("methods", [])},
+            "bench": self.bench,
         }
 
 
@@ -169,6 +172,74 @@ def run_eval(
     return Result(variant.name, condition, wall, load, run, done.stderr)
 
 
+def run_bench(
+    variant: Variant, streams: Path, limit: int, extra: list[str], max_seconds: float
+) -> dict[str, Any]:
+    """`simul bench --no-cd --json` (RT and SSBD) under the variant: TPS, speedup, c, c_min and the bound."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, **variant.env}
+    cmd = [
+        sys.executable, "-m", "simul", "bench", "--streams", str(streams), "--limit", str(limit),
+        "--no-cd", "--json", "--quiet", *extra, *variant.args,
+    ]  # fmt: skip
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=max_seconds
+        )
+    except subprocess.TimeoutExpired:
+        return {"timed_out": True, "wall_seconds": max_seconds}
+    if done.returncode == 130:
+        raise KeyboardInterrupt
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"simul bench failed ({variant.name}) with exit code {done.returncode}")
+    return bench_figures(json.loads(done.stdout), time.perf_counter() - start)
+
+
+def bench_figures(doc: dict[str, Any], wall: float) -> dict[str, Any]:
+    """The figures of one `simul bench --json` document that the comparison reports."""
+    rows = {row["key"]: row for row in doc["methods"]}
+    rt = next((r for k, r in rows.items() if k.startswith("rt")), None)
+    ssbd = next((r for k, r in rows.items() if k.startswith("ssbd")), None)
+    costs = doc.get("pass_costs") or {}
+    return {
+        "timed_out": False,
+        "wall_seconds": round(wall, 1),
+        "threads": doc.get("threads"),
+        "rt_tps": rt["metrics"].get("tps") if rt else None,
+        "ssbd_tps": ssbd["metrics"].get("tps") if ssbd else None,
+        "speedup": ssbd["metrics"].get("speedup") if ssbd else None,
+        "c": ssbd["metrics"].get("row_cost") if ssbd else None,
+        "ad": ssbd["metrics"].get("ad") if ssbd else None,
+        "ao": ssbd["metrics"].get("ao") if ssbd else None,
+        "bound": ssbd.get("bound") if ssbd else None,
+        "of_bound": ssbd.get("of_bound") if ssbd else None,
+        "c_min": costs.get("c_min"),
+        "one_token_ms": costs.get("one_token_ms"),
+        "efficiency": costs.get("efficiency"),
+        "unreliable": sorted(doc.get("timing_unreliable") or {}),
+    }
+
+
+def describe_bench(bench: dict[str, Any]) -> str:
+    if bench.get("timed_out"):
+        return f"    bench: stopped after {bench['wall_seconds']} s (--max-seconds)"
+
+    def f(key: str, spec: str) -> str:
+        value = bench.get(key)
+        return "n/a" if value is None else format(value, spec)
+
+    return (
+        f"    bench ({f('wall_seconds', '.0f')} s, {bench.get('threads')} threads): "
+        f"RT TPS {f('rt_tps', '.1f')}, "
+        f"SSBD TPS {f('ssbd_tps', '.1f')}, speedup {f('speedup', '.3f')}, c {f('c', '.3f')}, "
+        f"c_min {f('c_min', '.3f')}, bound {f('bound', '.3f')} (speedup/bound {f('of_bound', '.3f')}), "
+        f"one-token pass {f('one_token_ms', '.2f')} ms, thread efficiency {f('efficiency', '.2f')}"
+        + (f", unreliable: {', '.join(bench['unreliable'])}" if bench.get("unreliable") else "")
+    )
+
+
 def describe_run(summary: dict[str, Any]) -> list[str]:
     omp = summary["openmp"] or {}
     choice = summary["thread_choice"] or {}
@@ -191,6 +262,8 @@ def describe_run(summary: dict[str, Any]) -> list[str]:
     lines.append(
         f"    table marks speed figures unreliable: {'yes' if summary['marked_unreliable'] else 'no'}"
     )
+    if summary.get("bench"):
+        lines.append(describe_bench(summary["bench"]))
     return lines
 
 
@@ -217,10 +290,25 @@ def main() -> int:
         default=900.0,
         help="stop a run after this long and report the time as a lower bound (default 900)",
     )
+    parser.add_argument(
+        "--bench-streams",
+        type=Path,
+        default=None,
+        help="also run `simul bench --no-cd` on this stream file under each variant and condition",
+    )
+    parser.add_argument("--bench-limit", type=int, default=40, help="streams of the bench runs (40)")
+    parser.add_argument(
+        "--conditions",
+        default="idle,loaded",
+        help="which conditions to run, comma-separated: idle, loaded (default both)",
+    )
     parser.add_argument("simul_args", nargs="*", help="more `simul eval` arguments, after --")
     args = parser.parse_args()
-    if args.repeat < 1 or args.limit < 1:
-        parser.error("--repeat and --limit must be at least 1")
+    if args.repeat < 1 or args.limit < 1 or args.bench_limit < 1:
+        parser.error("--repeat, --limit and --bench-limit must be at least 1")
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    if not conditions or any(c not in ("idle", "loaded") for c in conditions):
+        parser.error(f"--conditions takes idle, loaded or both; got {args.conditions!r}")
 
     variants = [] if args.no_default else [Variant("default")]
     if args.before:
@@ -249,18 +337,22 @@ def main() -> int:
     try:
         for variant in variants:
             for i in range(args.repeat):
-                for condition in ("idle", "loaded"):
+                for condition in conditions:
                     out = root / f"{variant.name}-{condition}-{i + 1}"
                     run = (variant, condition, args.limit, out, args.simul_args, args.max_seconds)
-                    if condition == "idle":
+                    bench = (variant, args.bench_streams, args.bench_limit, args.simul_args, args.max_seconds)
+                    with Competitor(args.core) if condition == "loaded" else contextlib.nullcontext():
                         result = run_eval(*run)
-                    else:
-                        with Competitor(args.core):
-                            result = run_eval(*run)
+                        if args.bench_streams is not None:
+                            result.bench = run_bench(*bench)
                     results.append(result)
                     load = f"load {result.load_before:.2f}"
                     more = "more than " if result.timed_out else ""
-                    print(f"{variant.name} {condition} #{i + 1}: {more}{result.wall:.1f} s ({load})")
+                    print(
+                        f"{variant.name} {condition} #{i + 1}: {more}{result.wall:.1f} s ({load})", flush=True
+                    )
+                    if result.bench is not None:
+                        print(describe_bench(result.bench), flush=True)
                     if args.show_table or (condition == "loaded" and i == 0):
                         print(result.table.rstrip())
     except KeyboardInterrupt:
@@ -274,6 +366,16 @@ def main() -> int:
         f"competitor: python -c 'while True: pass' pinned to core {args.core}"
     )
     verdicts = []
+    idle_walls = [
+        float(s["wall_seconds"])
+        for s in summaries
+        if s["condition"] == "idle" and not s["timed_out"] and s["wall_seconds"] is not None
+    ]
+    best_idle = min(idle_walls) if idle_walls else float("nan")
+    best_name = next(
+        (s["variant"] for s in summaries if s["condition"] == "idle" and s["wall_seconds"] == best_idle), "?"
+    )
+    print(f"  the fastest idle run: {best_name}, {best_idle:.1f} s (each ratio below is against it)")
     for variant in variants:
 
         def median(condition: str, figure: str, name: str = variant.name) -> float:
@@ -286,7 +388,8 @@ def main() -> int:
 
         walls = {c: median(c, "wall_seconds") for c in ("idle", "loaded")}
         decode = {c: median(c, "decode_seconds") for c in ("idle", "loaded")}
-        ratio = walls["loaded"] / walls["idle"]
+        ratio = walls["loaded"] / best_idle  # against the fastest setting the machine allows, not its own
+        own_ratio = walls["loaded"] / walls["idle"]
         stopped = {s["condition"] for s in summaries if s["variant"] == variant.name and s["timed_out"]}
         bound = bool(stopped)
         if not stopped:
@@ -306,7 +409,8 @@ def main() -> int:
         print(
             f"  {variant.name}: {command}\n"
             f"    idle {walls['idle']:.1f} ({decode['idle']:.1f})  loaded {walls['loaded']:.1f} "
-            f"({decode['loaded']:.1f})  ratio {'at least ' if stopped == {'loaded'} else ''}{ratio:.2f}  "
+            f"({decode['loaded']:.1f})  loaded/fastest idle {'at least ' if stopped == {'loaded'} else ''}"
+            f"{ratio:.2f} (loaded/own idle {own_ratio:.2f})  "
             + {True: "ok", False: f"over {GOAL}x", None: "undecided"}[verdict]
             + ("  (a run reached --max-seconds: its time is a lower bound)" if bound else "")
         )
@@ -317,6 +421,8 @@ def main() -> int:
                 "wall": walls,
                 "decode": decode,
                 "ratio": round(ratio, 3),
+                "ratio_own_idle": round(own_ratio, 3),
+                "fastest_idle": {"variant": best_name, "wall": round(best_idle, 2)},
                 "goal_met": verdict,
                 "lower_bound": bound,
             }

@@ -8,7 +8,8 @@ The ratio of the second to the first is the ``c`` of the speedup model in docs/r
     python tools/decode_speed.py [--model PATH.gguf] [--threads 2] [--tokens 120] [--repeats 3]
 
 Run it on an otherwise idle machine: any other load distorts the figures (and simul's OpenMP wait policy,
-passive unless OMP_WAIT_POLICY is set, applies here too: simul/openmp.py).
+chosen from a CPU sample unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, applies here too: simul/openmp.py).
+`simul bench` makes the same measurements before each benchmark (simul/calibration.py).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ import numpy.typing as npt
 from simul.backend.devices import list_devices, resolve_gpu_layers
 from simul.backend.sequence import KVSequence
 from simul.errors import SimulError
-from simul.openmp import choose_wait_policy
-from simul.threads import default_threads
+from simul.openmp import choose_wait_policy, wait_policy_chosen
+from simul.threads import ThreadChoice, choose_threads
 
 Logits = npt.NDArray[np.float32]
 
@@ -47,11 +47,12 @@ def set_pass_hook(hook: Callable[[], None] | None) -> None:
     _hooks.after_pass = hook
 
 
-def _llama() -> object:
-    """Import llama_cpp lazily (it loads a shared library) and quieten its logging once."""
+def _llama(taken_cores: int | None = None) -> object:
+    """Import llama_cpp lazily (it loads a shared library) and quieten its logging once; ``taken_cores``
+    (simul.threads' CPU sample) decides the OpenMP wait policy the first time (simul.openmp)."""
     global _backend_ready
     global _log_callback
-    choose_wait_policy()  # OpenMP reads its wait policy once, when llama_cpp loads it
+    choose_wait_policy(taken_cores)  # OpenMP reads its wait policy once, when llama_cpp loads it
     try:
         import llama_cpp
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -147,12 +148,16 @@ class LlamaBackend:
         n_ctx: int = 2048,
         n_threads: int | None = None,
         n_gpu_layers: int | None = None,
+        thread_choice: ThreadChoice | None = None,
     ) -> None:
         check_gguf(model_path)
-        lib = _llama()
+        # The CPU sample that chooses the threads also chooses the wait policy, before llama.cpp loads.
+        if thread_choice is None and (not n_threads or not wait_policy_chosen()):
+            thread_choice = choose_threads(n_threads)
+        lib = _llama(thread_choice.taken_cores if thread_choice is not None else None)
         self._lib = lib
         self.model_path = model_path
-        self.n_threads = n_threads or default_threads()
+        self.n_threads = n_threads or (thread_choice.threads if thread_choice is not None else 1)
         # None: every layer on the GPU when this llama.cpp build can offload, else none (-1 means all)
         self.n_gpu_layers = resolve_gpu_layers(n_gpu_layers, lib)
         self.gpu_offload = bool(lib.llama_supports_gpu_offload())  # type: ignore[attr-defined]
@@ -429,6 +434,13 @@ class LlamaBackend:
         assert rows is not None
         self.eval([int(np.argmax(rows[-1]))], logits_from=0)
         self.reset()
+
+    def set_threads(self, n: int) -> None:
+        """Run the next forward passes on ``n`` threads (``n_threads`` keeps the configured number, to go back
+        to). The thread count changes how a pass is shared out, not what it computes."""
+        if n < 1:
+            raise ValueError(f"threads must be at least 1, got {n}")
+        self._lib.llama_set_n_threads(self._ctx, n, n)  # type: ignore[attr-defined]
 
     def reset(self) -> None:
         """Clear every sequence."""

@@ -20,6 +20,7 @@ import typer
 from rich.table import Table
 
 from simul.agreement import agreement
+from simul.calibration import PassCosts
 from simul.cli.common import (
     FuseOpt,
     LimitOpt,
@@ -37,6 +38,7 @@ from simul.cli.common import (
 )
 from simul.cli.running import engine_settings, run_side_by_side_with_progress, run_with_progress
 from simul.cpu_usage import MARK, TimingNotes
+from simul.decoding.records import StreamResult
 from simul.errors import UsageError
 from simul.evaluation import EvalOutcome, EvalRequest
 from simul.methods import Method
@@ -62,15 +64,66 @@ def time_split(counts: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def pass_costs_of(run: dict[str, Any]) -> PassCosts | None:
+    record = (run.get("environment") or {}).get("pass_costs")
+    return PassCosts.from_json(record) if isinstance(record, dict) else None
+
+
+def verification_passes(results: list[StreamResult], chunk: int) -> list[int]:
+    """The widths (rows) of a method's verification passes, from its step records: one pass per step with
+    draft rows, or passes of ``chunk`` rows and a remainder with --verify-chunk."""
+    widths: list[int] = []
+    for result in results:
+        for step in result.steps:
+            rows = step.verify_rows
+            if rows <= 0:
+                continue
+            if chunk > 0:
+                widths += [chunk] * (rows // chunk) + ([rows % chunk] if rows % chunk else [])
+            else:
+                widths.append(rows)
+    return widths
+
+
+def speed_bounds(
+    costs: PassCosts | None, metrics: dict[str, Any], widths: list[int]
+) -> tuple[float | None, float | None, float | None]:
+    """(bound at c_min, bound for the run's own pass widths, c_run) at the method's A/D and A/O
+    (simul.calibration); Nones without a calibration or a draft."""
+    ad, ao = metrics.get("ad"), metrics.get("ao")
+    if costs is None or not isinstance(ad, int | float) or not isinstance(ao, int | float) or ad <= 0:
+        return None, None, None
+    at_min = costs.bound(float(ad), float(ao))
+    at_run = costs.run_bound(float(ad), float(ao), widths)
+    c_run = costs.run_row_cost(widths)
+
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, 3)
+
+    return r(at_min), r(at_run), r(c_run)
+
+
 def bench_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
     rows = []
+    costs = pass_costs_of(outcome.run)
+    chunk = int(outcome.run["config"].get("verify_chunk") or 0)
     for method in outcome.scored.methods_json():
         counts = method["counts"]
+        # the model of the bound is SSBD's (biased verification of the whole draft, logits at every row)
+        bound_min = bound = c_run = None
+        if method.get("name") == "ssbd":
+            widths = verification_passes(outcome.results.get(method["key"], []), chunk)
+            bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths)
+        speedup = method["metrics"].get("speedup")
         rows.append(
             {
                 "key": method["key"],
                 "label": method["label"],
                 "metrics": method["metrics"],
+                "bound": bound,
+                "bound_c_min": bound_min,
+                "c_run": c_run,
+                "of_bound": round(speedup / bound, 3) if bound and isinstance(speedup, int | float) else None,
                 "time_split": time_split(counts),
                 "seconds": {
                     k: counts[k]
@@ -91,12 +144,18 @@ def bench_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
     return rows
 
 
-def bench_table(rows: list[dict[str, Any]], title: str, timing: TimingNotes | None = None) -> Table:
+def bench_table(
+    rows: list[dict[str, Any]],
+    title: str,
+    timing: TimingNotes | None = None,
+    costs: PassCosts | None = None,
+) -> Table:
     table = Table(title=title, header_style="bold", caption_justify="left")
     columns = [
         ("Method", None),
         ("TPS", ("tps", ".0f")),
         ("Speedup", ("speedup", ".2f")),
+        ("Bound", ("bound", ".2f")),
         ("Ideal", ("ideal_speedup", ".2f")),
         ("Eff.", ("efficiency", ".2f")),
         ("c", ("row_cost", ".2f")),
@@ -118,7 +177,7 @@ def bench_table(rows: list[dict[str, Any]], title: str, timing: TimingNotes | No
         marked = timing.marks(row["key"]) if timing is not None else set()
         for _, spec in columns[1:]:
             assert spec is not None
-            value = row["metrics"].get(spec[0])
+            value = row["bound"] if spec[0] == "bound" else row["metrics"].get(spec[0])
             cells.append(fmt(value, spec[1]) + (MARK if spec[0] in marked and value is not None else ""))
         cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
         cells.append(f"{row['frozen_steps']}/{row['steps']}")
@@ -130,10 +189,28 @@ def bench_table(rows: list[dict[str, Any]], title: str, timing: TimingNotes | No
         "frozen: steps that kept the whole draft and decoded nothing new. prompt/verify/decode/py%: shares "
         "of update time in prompt passes, draft passes, one-token passes and the rest (Python)."
     )
+    if costs is not None:
+        table.caption += "\n" + calibration_line(costs)
     note = timing.note() if timing is not None else None
     if note:
         table.caption += "\n" + note
     return table
+
+
+def calibration_line(costs: PassCosts) -> str:
+    """The machine's pass costs as calibrated before the run, and what the Bound column is."""
+    single = (
+        f" (1 thread: {costs.one_token_single_ms:.2f} ms, thread efficiency {costs.efficiency:.2f})"
+        if costs.one_token_single_ms is not None and costs.efficiency is not None
+        else ""
+    )
+    return (
+        f"Machine, calibrated before the run on {costs.threads} thread{'s' if costs.threads != 1 else ''}: "
+        f"one-token pass {costs.one_token_ms:.2f} ms{single}, verified row {costs.row_ms:.2f} ms in a "
+        f"{costs.draft}-row pass, c_min {costs.c_min:.3f}. Bound: SSBD's speedup that the machine allows at "
+        "the run's A/D and A/O, 1/((1-A/O) + c*A/O/A/D), with c what the run's verification passes cost at "
+        "their widths as calibrated (c_min: if every pass were as wide as the calibration's)."
+    )
 
 
 def side_by_side_json(
@@ -272,7 +349,7 @@ def register(app: typer.Typer) -> None:
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=list({m.key: m for m in methods}.values()),
-            engine=dataclasses.replace(settings, parallel=1),
+            engine=dataclasses.replace(settings, parallel=1, calibrate=True),
             limit=limit,
             out=out,
             overwrite=overwrite,
@@ -296,8 +373,9 @@ def register(app: typer.Typer) -> None:
             newlines=False,
         )
         timing = TimingNotes.from_run(outcome.run)
+        costs = pass_costs_of(outcome.run)
         if not quiet:
-            err_console.print(bench_table(rows, title, timing))
+            err_console.print(bench_table(rows, title, timing, costs))
             if batched is not None:
                 labels = {row["key"]: row["label"] for row in rows}
                 err_console.print(side_by_side_table(batched))
@@ -312,6 +390,8 @@ def register(app: typer.Typer) -> None:
                     "threads": cfg["threads"],
                     "cpu": outcome.run["environment"]["cpu"],
                     "timing_unreliable": timing.unreliable,
+                    "pass_costs": None if costs is None else costs.to_json(),
+                    "openmp": outcome.run["environment"].get("openmp"),
                     "run_dir": str(out) if out else None,
                     **({"side_by_side": batched} if batched is not None else {}),
                 }
