@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simul.openmp import CHOSEN_POLICY, decide, loaded_runtimes
+from simul.machine.openmp import CHOSEN_POLICY, decide, loaded_runtimes
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,8 +64,8 @@ def _load_llama(extra_env: dict[str, str]) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env.update({"OMP_DISPLAY_ENV": "verbose", "PYTHONPATH": str(REPO), **extra_env})
     code = (
-        "from simul.backend import _llama\n"
-        "from simul import openmp\n"
+        "from simul.decoding.backend import _llama\n"
+        "from simul.machine import openmp\n"
         "_llama()\n"
         "import json; print(json.dumps(openmp.record()))\n"
     )

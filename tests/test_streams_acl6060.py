@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from simul.errors import SimulError
-from simul.paths import fixtures_dir
+from simul.common.errors import SimulError
+from simul.common.paths import fixtures_dir
 from simul.streams.acl6060 import acl6060_segments, line_segments, read_segment_yaml, select, talk_file_pairs
 
 FIXTURE = fixtures_dir() / "acl6060"

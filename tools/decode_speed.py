@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simul.backend import LlamaBackend
-from simul.default_model import default_model_path
+from simul.decoding.backend import LlamaBackend
+from simul.request.default_model import default_model_path
 
 PROMPT = "English: The quick brown fox jumps over the lazy dog near the river bank today.\nGerman:"
 

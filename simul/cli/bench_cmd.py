@@ -19,7 +19,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simul.agreement import agreement
 from simul.cli.common import (
     FuseOpt,
     LimitOpt,
@@ -36,14 +35,15 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings, run_side_by_side_with_progress, run_with_progress
-from simul.cpu_usage import MARK, TimingNotes
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest
-from simul.methods import Method
-from simul.paths import default_streams_file
-from simul.report import fmt
-from simul.safe_text import markup
-from simul.side_by_side import LaneRecord
+from simul.common.errors import UsageError
+from simul.common.paths import default_streams_file
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import MARK, TimingNotes
+from simul.reports.agreement import agreement
+from simul.reports.tables import fmt
+from simul.request.methods import Method
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.side_by_side import LaneRecord
 
 
 def time_split(counts: dict[str, Any]) -> dict[str, float]:

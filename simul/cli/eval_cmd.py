@@ -37,12 +37,12 @@ from simul.cli.scaleout import (
     run_scaled,
     scaling,
 )
-from simul.cpu_usage import TimingNotes
-from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
+from simul.common.paths import default_streams_file
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
-from simul.paths import default_streams_file
-from simul.report import methods_table, reference_note, units_caption
-from simul.safe_text import markup
+from simul.reports.tables import methods_table, reference_note, units_caption
+from simul.runs.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
 from simul.streams.references import references_caption
 
 

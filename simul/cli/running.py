@@ -17,12 +17,12 @@ from rich.progress import (
 )
 
 from simul.cli.common import err_console, interrupt_exit, show_progress
-from simul.engine import EngineSettings
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
-from simul.safe_text import markup
-from simul.side_by_side import LaneRecord, run_side_by_side
-from simul.templates import TEMPLATE_NAMES
+from simul.common.errors import UsageError
+from simul.common.safe_text import markup
+from simul.decoding.engine import EngineSettings
+from simul.request.templates import TEMPLATE_NAMES
+from simul.runs.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.runs.side_by_side import LaneRecord, run_side_by_side
 
 PLAIN_PROGRESS_EVERY = 10.0  # seconds between plain progress lines (stderr not a terminal)
 

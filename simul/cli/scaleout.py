@@ -12,10 +12,10 @@ import typer
 
 from simul.cli.common import err_console, interrupt_exit, show_progress
 from simul.cli.running import progress_bar, run_with_progress
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest
-from simul.ray_runner import LOCAL, RayOptions
-from simul.shard import Shard, parse_shard
+from simul.common.errors import UsageError
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.ray_runner import LOCAL, RayOptions
+from simul.runs.shard import Shard, parse_shard
 
 ShardOpt = Annotated[
     str | None,
@@ -89,7 +89,7 @@ def run_scaled(
     """Run in this process (a shard of it with --shard), or on Ray workers with --ray."""
     if scale.ray is None:
         return run_with_progress(dataclasses.replace(request, shard=scale.shard), quiet, label, on_interrupt)
-    from simul.ray_runner import run_on_ray
+    from simul.runs.ray_runner import run_on_ray
 
     with progress_bar(show_progress(quiet)) as bar:
         task = bar.add_task(f"{label} on Ray", total=None)

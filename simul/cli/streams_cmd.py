@@ -9,15 +9,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simul.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
-from simul.asr.partials import STABLE_POLICIES
-from simul.asr.recognizer import VADS, WINDOWS, RecognizerOptions
-from simul.asr.run import AudioSettings, recognize_segments
 from simul.cli.common import err_console, handle_errors, print_json
-from simul.errors import SimulError, UsageError
-from simul.languages import get_language
-from simul.safe_text import excerpt, markup, plain, visible
+from simul.common.errors import SimulError, UsageError
+from simul.common.languages import get_language
+from simul.common.safe_text import excerpt, markup, plain, visible
 from simul.streams.acl6060 import acl6060_segments, line_segments, select
+from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
+from simul.streams.asr.partials import STABLE_POLICIES
+from simul.streams.asr.recognizer import VADS, WINDOWS, RecognizerOptions
+from simul.streams.asr.run import AudioSettings, recognize_segments
 from simul.streams.flores import flores_streams
 from simul.streams.format import Stream, read_streams, write_streams
 from simul.streams.partials import ALIGN_MODES, DEFAULT_MAX_GAP_MS, FORMATS, TIME_UNITS, PartialsImport
@@ -695,8 +695,8 @@ def export_command(
     limit: LimitOption = None,
 ) -> None:
     """Write streams in another tool's input format (the SSBD reference: `llama-self-spec-bias -f FILE`)."""
-    from simul.ingest.ssbd_ref import stream_lines
-    from simul.rundir import write_atomic
+    from simul.runs.directory import write_atomic
+    from simul.runs.ingest.ssbd_ref import stream_lines
 
     if format != "ssbd-ref":
         raise UsageError(f"unknown --format {format!r}; choose one of: ssbd-ref")

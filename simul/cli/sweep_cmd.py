@@ -37,14 +37,13 @@ from simul.cli.scaleout import (
     run_scaled,
     scaling,
 )
-from simul.cpu_usage import TimingNotes
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest, locked_run_dir
+from simul.common.errors import UsageError
+from simul.common.paths import default_streams_file
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
-from simul.paths import default_streams_file
-from simul.report import methods_table, units_caption
-from simul.safe_text import markup
-from simul.sweep import (
+from simul.reports.tables import methods_table, units_caption
+from simul.request.sweep import (
     parse_floats,
     parse_ints,
     parse_masks,
@@ -53,6 +52,7 @@ from simul.sweep import (
     table3_rows,
     table4_rows,
 )
+from simul.runs.evaluation import EvalOutcome, EvalRequest, locked_run_dir
 
 TABLE3_COLUMNS = (
     ("comet", "COMET", ".3f"),

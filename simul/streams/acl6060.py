@@ -29,10 +29,10 @@ from xml.parsers import expat
 
 import yaml
 
-from simul.errors import SimulError
-from simul.languages import Language, get_language
-from simul.limits import MAX_AUDIO_SECONDS, as_float, check_source, check_text_lines
-from simul.paths import fixtures_dir
+from simul.common.errors import SimulError
+from simul.common.languages import Language, get_language
+from simul.common.limits import MAX_AUDIO_SECONDS, as_float, check_source, check_text_lines
+from simul.common.paths import fixtures_dir
 
 DATASET = "acl6060"
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus")

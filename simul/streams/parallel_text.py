@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError, UsageError
-from simul.limits import check_text_lines
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import check_text_lines
 from simul.streams.fixed_lag import AlignedLine
 
 TEXT_FORMATS = ("lines", "tsv", "jsonl")

@@ -51,10 +51,10 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError, UsageError
-from simul.hashing import sha256_file
-from simul.limits import as_float, loads
-from simul.safe_text import excerpt
+from simul.common.errors import SimulError, UsageError
+from simul.common.hashing import sha256_file
+from simul.common.limits import as_float, loads
+from simul.common.safe_text import excerpt
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
 from simul.streams.format import Step, Stream
 

@@ -29,8 +29,8 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError, UsageError
-from simul.limits import MAX_AUDIO_SECONDS
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import MAX_AUDIO_SECONDS
 from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
 from simul.streams.format import Step, Stream
 from simul.streams.partials import normalize_word, parse_number

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError
+from simul.common.errors import SimulError
 from simul.streams.fixed_lag import AlignedLine
 from simul.streams.parallel_text import line_aligned, read_text_lines
 

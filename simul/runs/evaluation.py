@@ -1,0 +1,485 @@
+"""One evaluation: decode streams with a set of methods on one model, write the run, score it.
+
+`simul eval`, `simul sweep` and `simul bench` all go through here, so their numbers come from one code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simul import __version__
+from simul.common.errors import SimulError, UsageError
+from simul.common.files import os_error_message
+from simul.common.hashing import sha256_file
+from simul.decoding import StepRecord, StreamResult
+from simul.decoding.backend import ContextOverflowError
+from simul.decoding.engine import Engine, EngineSettings
+from simul.machine import clock, openmp
+from simul.machine.cpu_usage import CpuMeter, TimingNotes
+from simul.machine.environment import environment, now
+from simul.metrics.comet import CometScorer, load_comet
+from simul.metrics.scoring import Scored, higher_is_better, score
+from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, resolve_ne_tokenizer
+from simul.request.methods import Method
+from simul.runs.directory import (
+    SCHEMA_VERSION,
+    STATUS_COMPLETE,
+    STATUS_INTERRUPTED,
+    RunWriter,
+    load_run_json,
+)
+from simul.runs.lock import LOCK_FILE, RunLock
+from simul.runs.shard import Shard, select, shard_config
+from simul.streams.format import Stream, read_streams
+from simul.streams.references import reference_summary, testset_summary
+
+# Why a shard run has no COMET: it is computed once, over all streams, when the shards are merged.
+COMET_AT_MERGE = "deferred: COMET is computed by `simul merge` over all shards"
+
+
+@dataclass
+class EvalRequest:
+    streams_path: Path
+    methods: list[Method]
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    limit: int | None = None
+    out: Path | None = None
+    resume: bool = False
+    overwrite: bool = False
+    ne_tokenizer: str = "auto"
+    comet_model: str = "Unbabel/wmt22-comet-da"
+    comet_batch_size: int = 16
+    require_comet: bool = False
+    shard: Shard | None = None  # decode only this share of the streams (simul/runs/shard.py)
+    extra_config: dict[str, Any] = field(default_factory=dict)  # recorded in config (e.g. the sweep's)
+    out_option: str = "--out"  # the command's option that named ``out``, for messages about it
+
+
+@dataclass
+class EvalOutcome:
+    run: dict[str, Any]
+    scored: Scored
+    complete: bool
+    streams_done: int
+    streams_total: int
+    run_dir: Path | None
+    stage: str = "decoding"  # what was under way when an interrupted run stopped: decoding or scoring
+    results: dict[str, list[StreamResult]] = field(default_factory=dict)  # a complete run's, per method key
+
+
+ProgressHook = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass
+class Throughput:
+    """Evaluation throughput of this process: updates and output tokens per second of wall time.
+
+    Under ``parallel`` N > 1 this is the figure that matters; per-update times are then batched (each
+    update shares its forward passes with other streams) and are not single-user latencies.
+    """
+
+    parallel: int
+    started: float = field(default_factory=clock.wall)
+    updates: int = 0
+    output_tokens: int = 0
+    streams: int = 0
+
+    def add(self, results: list[StreamResult]) -> None:
+        self.streams += 1
+        for result in results:
+            self.updates += len(result.steps)
+            self.output_tokens += sum(len(s.output_ids) for s in result.steps)
+
+    @property
+    def seconds(self) -> float:
+        return clock.wall() - self.started
+
+    @property
+    def updates_per_second(self) -> float:
+        elapsed = self.seconds
+        return self.updates / elapsed if elapsed > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        elapsed = self.seconds
+        return {
+            "parallel": self.parallel,
+            "streams": self.streams,
+            "wall_seconds": round(elapsed, 3),
+            "updates": self.updates,
+            "output_tokens": self.output_tokens,
+            "updates_per_second": round(self.updates / elapsed, 3) if elapsed > 0 else 0.0,
+            "output_tokens_per_second": round(self.output_tokens / elapsed, 3) if elapsed > 0 else 0.0,
+        }
+
+
+def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    streams = read_streams(path, limit)
+    pairs = sorted({(s.src, s.tgt) for s in streams})
+    if len(pairs) > 1:
+        shown = ", ".join(f"{a}->{b}" for a, b in pairs[:4])
+        raise SimulError(
+            f"{path} mixes language pairs ({shown}); corpus scores need one pair per run: split the file"
+        )
+    timed = next((s for s in streams if s.timed), None)
+    untimed = next((s for s in streams if not s.timed), None)
+    if timed is not None and untimed is not None:
+        raise SimulError(
+            f"{path} mixes timed and untimed streams (stream {timed.id!r} has time_ms on its steps, "
+            f"stream {untimed.id!r} has none): latency would average milliseconds with source words. "
+            "Give time_ms to every stream or to none, e.g. split the file into timed and untimed streams"
+        )
+    return streams
+
+
+def context_advice(exc: ContextOverflowError, n_ctx_train: int) -> SimulError:
+    """The context-overflow error, with advice that can work: a larger --n-ctx only up to the model's
+    training length (which caps n_ctx); past it, say so and suggest splitting the stream instead."""
+    return SimulError(exc.advice(n_ctx_train))
+
+
+def check_request(request: EvalRequest) -> None:
+    """Option combinations that cannot work, refused before anything is loaded (usage errors)."""
+    if request.resume and request.out is None:
+        raise UsageError("--resume needs --out DIR (the run directory to continue)")
+    if request.limit is not None and request.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {request.limit}")
+    if request.ne_tokenizer not in NE_TOKENIZER_CHOICES:
+        raise UsageError(
+            f"unknown --ne-tokenizer {request.ne_tokenizer!r}; "
+            f"choose one of {', '.join(NE_TOKENIZER_CHOICES)}"
+        )
+
+
+def lock_out_dir(out: Path, option: str = "--out") -> tuple[RunLock, bool]:
+    """Create (if needed) and lock the run directory; returns the lock and whether the folder is new."""
+    if out.exists() and not out.is_dir():
+        raise SimulError(f"{option} {out} exists and is not a directory; choose a directory path")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimulError(os_error_message(exc, out, "create the run directory")) from None
+    try:
+        return RunLock.acquire(out), created
+    except BaseException:
+        if created:
+            _remove_if_empty(out)
+        raise
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        if not any(p.name != LOCK_FILE for p in path.iterdir()):
+            (path / LOCK_FILE).unlink(missing_ok=True)
+            path.rmdir()
+    except OSError:
+        pass
+
+
+def normalise(result: StreamResult) -> StreamResult:
+    """The result as it reads back from steps.jsonl (rounded timings), so eval and score agree exactly."""
+    return StreamResult(
+        result.stream_id, result.method, [StepRecord.from_json(s.to_json()) for s in result.steps]
+    )
+
+
+def run_evaluation(
+    request: EvalRequest,
+    engine: Engine | None = None,
+    progress: ProgressHook | None = None,
+    on_comet_loading: Callable[[], None] | None = None,
+    on_throughput: Callable[[Throughput], None] | None = None,
+) -> EvalOutcome:
+    """Decode, write and score. KeyboardInterrupt marks the run interrupted and is re-raised as
+    :class:`Interrupted` carrying the partial outcome. The run directory, if any, is locked throughout."""
+    check_request(request)
+    streams = load_stream_set(request.streams_path, request.limit)
+    with locked_run_dir(request.out, request.out_option):
+        return _evaluate(request, streams, engine, progress, on_comet_loading, on_throughput)
+
+
+@contextmanager
+def locked_run_dir(out: Path | None, option: str = "--out") -> Iterator[None]:
+    """Hold the lock of run directory ``out`` (created if needed) for the block; a folder created here and
+    left empty by a failure is removed again. Nothing happens for ``None`` (no run directory)."""
+    if out is None:
+        yield
+        return
+    lock, created = lock_out_dir(out, option)
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        lock.release()
+        if created and not finished:
+            _remove_if_empty(out)  # failed before writing anything: leave no empty folder
+
+
+def _evaluate(
+    request: EvalRequest,
+    streams: list[Stream],
+    engine: Engine | None,
+    progress: ProgressHook | None,
+    on_comet_loading: Callable[[], None] | None,
+    on_throughput: Callable[[Throughput], None] | None,
+) -> EvalOutcome:
+    every_stream = streams  # what the run's config describes, whatever share of it this process decodes
+    selection = select(streams, request.shard) if request.shard is not None else None
+    if selection is not None:
+        streams = selection.streams
+    keys = [m.key for m in request.methods]
+    if len(set(keys)) != len(keys):
+        raise SimulError("the same method setting is listed twice")
+    tgt = streams[0].tgt
+    ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
+
+    comet: CometScorer | None = None
+    comet_reason: str | None = None
+    if request.require_comet and request.shard is not None:
+        raise SimulError("--require-comet applies to `simul merge`: a shard run leaves COMET to the merge")
+    if request.require_comet:
+        comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+        if comet is None:
+            raise SimulError(f"COMET is required (--require-comet) but unavailable: {comet_reason}")
+
+    own_engine = engine is None
+    engine = engine or Engine(request.engine)
+    try:
+        try:
+            engine.preflight(streams)
+        except ContextOverflowError as exc:
+            raise context_advice(exc, engine.backend.info.n_ctx_train) from None
+        model = engine.describe(streams[0])
+        config: dict[str, Any] = {
+            "streams": {
+                "path": str(request.streams_path),
+                "sha256": sha256_file(request.streams_path),
+                "limit": request.limit,
+                "count": len(streams),
+                "src": streams[0].src,
+                "tgt": tgt,
+                "references": reference_summary(every_stream),
+                **({"testsets": testsets} if (testsets := testset_summary(every_stream)) else {}),
+            },
+            "methods": [m.to_json() for m in request.methods],
+            "model": model,
+            "model_sha256": model["sha256"],
+            "template": engine.template.name,
+            "n_ctx": engine.backend.n_ctx,
+            "threads": engine.backend.n_threads,
+            "max_len_ratio": engine.settings.max_len_ratio,
+            "max_len_slack": engine.settings.max_len_slack,
+            "fuse": engine.settings.fuse,
+            "verify_chunk": engine.settings.verify_chunk,
+            "n_gpu_layers": engine.backend.n_gpu_layers,
+            "parallel": engine.backend.n_seq,
+            "ne_tokenizer": ne_tok,
+            "comet_model": request.comet_model,
+            "comet_batch_size": request.comet_batch_size,
+            **request.extra_config,
+        }
+        if selection is not None and request.shard is not None:
+            config["streams"]["total"] = selection.total
+            config["shard"] = shard_config(request.shard, selection)
+        run: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "simul", "version": __version__},
+            "config": config,
+            "environment": {
+                **environment(engine.backend.n_threads),
+                "thread_choice": engine.threads.to_json(),
+                "openmp": openmp.record(),
+                "hardware": engine.backend.describe_hardware(),
+                "started": now(),
+            },
+            "higher_is_better": higher_is_better(),
+        }
+
+        meter = CpuMeter(engine.backend.n_threads)
+        results: dict[str, list[StreamResult]] = {m.key: [] for m in request.methods}
+        done: set[str] = set()
+        writer: RunWriter | None = None
+        if request.out is not None:
+            if request.resume and (request.out / "run.json").exists():
+                meter.resume(load_run_json(request.out).get("environment", {}).get("cpu_usage"))
+                writer, loaded = RunWriter.resume(request.out, run, streams, request.methods)
+                for key, rs in loaded.results.items():
+                    results[key].extend(rs)
+                done.update(loaded.complete)
+            else:
+                writer = RunWriter.create(
+                    request.out,
+                    run,
+                    streams,
+                    overwrite=request.overwrite or request.resume,
+                    option=request.out_option,
+                )
+
+        todo = [s for s in streams if s.id not in done]
+        stream_map = {s.id: s for s in streams}
+        finished = len(streams) - len(todo)
+        if progress:
+            progress(finished, len(streams))
+
+        rate = Throughput(parallel=engine.backend.n_seq)
+        run["throughput"] = rate.to_json()
+
+        def on_stream(stream: Stream, stream_results: list[StreamResult]) -> None:
+            nonlocal finished
+            rate.add(stream_results)
+            run["throughput"] = rate.to_json()
+            if on_throughput:
+                on_throughput(rate)
+            normalised = [normalise(r) for r in stream_results]
+            if writer is not None:
+                writer.append(stream.id, normalised)
+            for r in normalised:
+                results[r.method.key].append(r)
+            finished += 1
+            if progress:
+                progress(finished, len(streams))
+
+        try:
+            engine.run(todo, request.methods, on_stream, meter)
+        except KeyboardInterrupt as stop:
+            run["status"] = STATUS_INTERRUPTED
+            run["streams_done"] = finished
+            run["environment"]["stopped"] = now()
+            run["environment"]["cpu_usage"] = meter.to_json()
+            if writer is not None:
+                writer.run = run
+                writer.save()
+            partial = _partial_outcome(
+                run, request, results, stream_map, ne_tok, finished, len(streams), writer
+            )
+            raise Interrupted(partial, stop) from None
+        run["environment"]["cpu_usage"] = meter.to_json()
+    finally:
+        if own_engine:
+            engine.close()
+
+    try:
+        if request.shard is not None:
+            comet_reason = COMET_AT_MERGE
+        elif comet is None and not request.require_comet:
+            if on_comet_loading:
+                on_comet_loading()
+            comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+        scored = score(request.methods, results, stream_map, ne_tok, comet, comet_reason)
+    except KeyboardInterrupt as stop:
+        run["status"] = STATUS_INTERRUPTED
+        run["streams_done"] = finished
+        run["environment"]["stopped"] = now()
+        if writer is not None:
+            writer.run = run
+            writer.save()
+        empty = Scored(reports=[], signatures={"ne_tokenizer": ne_tok})
+        stopped = EvalOutcome(run, empty, False, finished, len(streams), request.out, stage="scoring")
+        raise Interrupted(stopped, stop) from None
+    run["status"] = STATUS_COMPLETE
+    run["streams_done"] = finished
+    run["environment"]["finished"] = now()
+    _attach_scores(run, scored)
+    if writer is not None:
+        writer.run = run
+        writer.write_per_stream(scored.per_stream_rows())
+        writer.save()
+    return EvalOutcome(run, scored, True, finished, len(streams), request.out, results=results)
+
+
+def _attach_scores(run: dict[str, Any], scored: Scored) -> None:
+    run["signatures"] = scored.signatures
+    run["comet"] = scored.comet
+    run["methods"] = scored.methods_json()
+
+
+def _partial_outcome(
+    run: dict[str, Any],
+    request: EvalRequest,
+    results: dict[str, list[StreamResult]],
+    streams: dict[str, Stream],
+    ne_tok: str,
+    done: int,
+    total: int,
+    writer: RunWriter | None,
+) -> EvalOutcome:
+    complete_ids = (
+        set.intersection(*(set(r.stream_id for r in rs) for rs in results.values())) if results else set()
+    )
+    trimmed = {k: [r for r in rs if r.stream_id in complete_ids] for k, rs in results.items()}
+    if not complete_ids:
+        scored = Scored(reports=[], signatures={"ne_tokenizer": ne_tok})
+    else:
+        scored = score(request.methods, trimmed, streams, ne_tok, None, "skipped: run interrupted")
+    return EvalOutcome(run, scored, False, done, total, request.out)
+
+
+class Interrupted(Exception):
+    """The run was stopped by the user (Ctrl-C, or SIGTERM as :class:`simul.common.errors.Terminated`);
+    ``outcome`` holds what was finished (and written), ``cause`` the interruption."""
+
+    def __init__(self, outcome: EvalOutcome, cause: KeyboardInterrupt | None = None) -> None:
+        super().__init__("interrupted")
+        self.outcome = outcome
+        self.cause = cause if cause is not None else KeyboardInterrupt()
+
+
+def methods_for(
+    method: str,
+    beta: float,
+    mask_k: int,
+    mask: str,
+    baseline: bool,
+    ending: str = "keep",
+    resync: int = 0,
+    target_bias: float = 0.0,
+    display: str = "mask",
+    agreement: int = 2,
+) -> list[Method]:
+    """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
+    chosen = Method(
+        name=method,  # type: ignore[arg-type]
+        beta=beta if method == "ssbd" else None,
+        mask_k=mask_k,
+        mask=mask,  # type: ignore[arg-type]
+        ending=ending,  # type: ignore[arg-type]
+        resync=resync,
+        target_bias=target_bias,
+        display=display,  # type: ignore[arg-type]
+        agreement=agreement,
+    )
+    methods: list[Method] = []
+    if baseline and chosen != Method("rt"):
+        methods.append(Method("rt"))
+    methods.append(chosen)
+    return methods
+
+
+def method_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
+    return outcome.scored.methods_json()
+
+
+def summary_json(outcome: EvalOutcome) -> dict[str, Any]:
+    """The --json document of eval: the spec'd shape plus context."""
+    return {
+        "methods": [
+            {k: m[k] for k in ("name", "beta", "mask_k", "mask", "key", "label", "metrics")}
+            for m in outcome.scored.methods_json()
+        ],
+        "run_dir": str(outcome.run_dir) if outcome.run_dir else None,
+        "status": STATUS_COMPLETE if outcome.complete else STATUS_INTERRUPTED,
+        "streams": outcome.streams_done,
+        "streams_total": outcome.streams_total,
+        "signatures": outcome.scored.signatures,
+        "comet": outcome.scored.comet,
+        "model": outcome.run["config"]["model"]["name"],
+        "timing_unreliable": TimingNotes.from_run(outcome.run).unreliable,
+        "throughput": outcome.run.get("throughput"),
+    }
