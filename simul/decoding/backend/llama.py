@@ -19,15 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from simul.common.errors import SimulError
 from simul.decoding.backend.devices import list_devices, resolve_gpu_layers
-from simul.decoding.backend.sequence import KVSequence
+from simul.decoding.backend.sequence import KVSequence, Logits
 from simul.machine.openmp import choose_wait_policy
 from simul.machine.threads import default_threads
-
-Logits = npt.NDArray[np.float32]
 
 GGUF_MAGIC = b"GGUF"
 TOKENIZE_CACHE = 4096  # texts remembered by LlamaBackend.tokenize

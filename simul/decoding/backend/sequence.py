@@ -9,16 +9,29 @@ as tokens, so that the longest common prefix with the next prompt is kept, and t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from simul.decoding.backend.llama import LlamaBackend, Logits
+import numpy as np
+import numpy.typing as npt
+
+Logits = npt.NDArray[np.float32]
+
+
+class SequenceHost(Protocol):
+    """What a sequence needs of the context that holds it (simul.decoding.backend.llama.LlamaBackend): the
+    backend imports this module, never the other way round."""
+
+    def remove(self, seq_id: int, p0: int) -> bool: ...
+
+    def eval_many(
+        self, requests: Sequence[tuple[KVSequence, Sequence[int], int | None]]
+    ) -> list[Logits | None]: ...
 
 
 class KVSequence:
     """The cache of one sequence: ``cache`` lists the tokens at positions 0, 1, ... of this sequence."""
 
-    def __init__(self, backend: LlamaBackend, seq_id: int, n_ctx: int) -> None:
+    def __init__(self, backend: SequenceHost, seq_id: int, n_ctx: int) -> None:
         self.backend = backend
         self.seq_id = seq_id
         self.n_ctx = n_ctx  # positions this sequence may hold (its share of the context)
