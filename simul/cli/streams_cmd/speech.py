@@ -1,139 +1,69 @@
-"""`simul streams`: build stream files (FLORES, ACL 60/60, recognizer output) and look inside them."""
+"""`simul streams acl6060` and `simul streams asr`: streams of speech, from recognizer partials, recognized
+audio or simulated partials."""
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from simul.cli.common import err_console, handle_errors, print_json
-from simul.common.errors import SimulError, UsageError
+from simul.cli.streams_cmd.common import (
+    AlignOption,
+    AsrBeamOption,
+    AsrComputeOption,
+    AsrModelOption,
+    AsrThreadsOption,
+    AsrWindowOption,
+    FormatOption,
+    JsonOption,
+    LimitOption,
+    MaxGapOption,
+    OutputOption,
+    PartialsOption,
+    SegmentsOption,
+    StableOption,
+    StartOption,
+    TimeUnitOption,
+    VadOption,
+    summary_line,
+    warn,
+    write_output,
+)
+from simul.common.errors import UsageError
 from simul.common.languages import get_language
-from simul.common.safe_text import excerpt, markup, plain, visible
+from simul.common.safe_text import markup
 from simul.streams.acl6060 import acl6060_segments, line_segments, select
 from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
-from simul.streams.asr.partials import STABLE_POLICIES
-from simul.streams.asr.recognizer import VADS, WINDOWS, RecognizerOptions
+from simul.streams.asr.recognizer import RecognizerOptions
 from simul.streams.asr.run import AudioSettings, recognize_segments
-from simul.streams.flores import flores_streams
-from simul.streams.format import Stream, read_streams, write_streams
-from simul.streams.partials import ALIGN_MODES, DEFAULT_MAX_GAP_MS, FORMATS, TIME_UNITS, PartialsImport
+from simul.streams.partials import DEFAULT_MAX_GAP_MS, PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
-from simul.streams.references import reference_lines
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
-from simul.streams.stats import step_changes, stream_stats
-from simul.streams.text_streams import TextRequest, text_streams
-
-streams_app = typer.Typer(
-    name="streams",
-    help="Build stream files (FLORES, ACL 60/60, recognizer partials) and inspect them.",
-    no_args_is_help=True,
-)
-
-OutputOption = Annotated[
-    Path, typer.Option("--output", "-o", help="Stream file to write (JSONL, atomically).")
-]
-StartOption = Annotated[int, typer.Option(help="First segment/sentence to use (1-based line number).")]
-LimitOption = Annotated[int | None, typer.Option(help="Use at most N segments/sentences from --start.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")]
-PartialsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--partials",
-        help="Recognizer output, FILE or TALK=FILE (repeatable; a talk id in the file name also works).",
-    ),
-]
-FormatOption = Annotated[
-    str | None,
-    typer.Option(help=f"Format of --partials: {', '.join(FORMATS)} (default: from the file suffix)."),
-]
-TimeUnitOption = Annotated[
-    str | None,
-    typer.Option(
-        help=f"Unit of the times in --partials: {', '.join(TIME_UNITS)} (default: sltev cs, else ms)."
-    ),
-]
-AlignOption = Annotated[
-    str, typer.Option(help=f"Assign recognized words to segments by {' or '.join(ALIGN_MODES)}.")
-]
-MaxGapOption = Annotated[
-    float, typer.Option(help="Words up to this far (ms) outside every segment go to the nearest one.")
-]
-SegmentsOption = Annotated[
-    Path | None,
-    typer.Option(help="Segment YAML ({offset, duration, wav} per segment). Default: found next to the text."),
-]
-AsrModelOption = Annotated[
-    Path | None,
-    typer.Option(
-        help="faster-whisper (CTranslate2) model folder. Default: Whisper base from the simul[asr] packages."
-    ),
-]
-StableOption = Annotated[
-    str,
-    typer.Option(
-        help=f"Partials shown: {' or '.join(STABLE_POLICIES)} (LocalAgreement-2: what the last two agree on)."
-    ),
-]
-AsrWindowOption = Annotated[
-    str, typer.Option(help=f"Encoder input: {' or '.join(WINDOWS)} (audio so far + 3 s, or 30 s windows).")
-]
-VadOption = Annotated[str, typer.Option(help=f"Speech gate before Whisper: {', '.join(VADS)}.")]
-AsrComputeOption = Annotated[str, typer.Option(help="CTranslate2 compute type (int8, float32, ...).")]
-AsrBeamOption = Annotated[int, typer.Option(help="Whisper beam size (1: greedy).")]
-AsrThreadsOption = Annotated[int, typer.Option(help="CPU threads for Whisper (0: min(4, cores)).")]
-
-
-def _summary_line(count: int, output: Path, unaligned: int, what: str) -> None:
-    err_console.print(
-        visible(f"wrote {count} streams to {output}; {unaligned} partials unaligned ({what})"),
-        soft_wrap=True,
-        highlight=False,
-        markup=False,
-    )
-
-
-def _write(output: Path, streams: list[Stream], partials: list[str] | None = None) -> int:
-    if not streams:
-        if partials:
-            raise SimulError(
-                f"no streams to write: the partials in {', '.join(partials)} reach none of the selected "
-                "segments (see the warnings above)"
-            )
-        raise SimulError(
-            "no streams to write: nothing was selected or the partials reach none of the segments"
-        )
-    return write_streams(output, streams)
-
-
-def _warn(message: str, label: str = "warning") -> None:
-    err_console.print(f"[yellow]{label}:[/] {markup(message)}", soft_wrap=True)
 
 
 def _report_partials(result: PartialsImport) -> None:
     """Warnings for everything the partials could not cover (never silent)."""
     for r in result.reports:
         if r.unaligned_partials or r.unaligned_words:
-            _warn(
+            warn(
                 f"{r.file} (talk {r.talk}): {r.unaligned_partials} of {r.partials} partials and "
                 f"{r.unaligned_words} of {r.words} words could not be aligned to any segment"
             )
         if r.segments_without_partials:
             lines = ", ".join(str(x) for x in r.segments_without_partials[:20])
             more = "" if len(r.segments_without_partials) <= 20 else ", ..."
-            _warn(
+            warn(
                 f"{len(r.segments_without_partials)} segments of talk {r.talk} got no recognized words and "
                 f"have no stream (lines {lines}{more})"
             )
         if r.clamped_times:
-            _warn(
+            warn(
                 f"{r.clamped_times} steps of talk {r.talk} were emitted before their segment started (time 0)"
             )
     if result.segments_not_covered:
-        _warn(
+        warn(
             f"{len(result.segments_not_covered)} selected segments belong to talks without partials and were "
             "skipped",
             label="note",
@@ -195,121 +125,12 @@ def _report_audio(result: AudioImport) -> None:
     if result.segments_without_speech:
         ids = ", ".join(result.segments_without_speech[:20])
         more = "" if len(result.segments_without_speech) <= 20 else ", ..."
-        _warn(
+        warn(
             f"{len(result.segments_without_speech)} segments gave no transcript (no speech heard) and "
             f"have no stream: {ids}{more}"
         )
 
 
-@streams_app.command("flores")
-@handle_errors
-def flores_command(
-    output: OutputOption,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="FLORES-200 or FLORES+ folder. Default: the shipped 50-sentence devtest sample."),
-    ] = None,
-    split: Annotated[str, typer.Option(help="Split: devtest or dev (any split on disk).")] = "devtest",
-    src: Annotated[str, typer.Option(help="Source language (FLORES code or short code).")] = "eng_Latn",
-    tgt: Annotated[str, typer.Option(help="Target language (FLORES code or short code).")] = "deu_Latn",
-    lag: Annotated[int, typer.Option(help="Words (characters for zh/ja) revealed per step.")] = 3,
-    start: StartOption = 1,
-    limit: LimitOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Fixed word-lag streams over FLORES: step t reveals the first t*lag words of each sentence."""
-    streams = list(flores_streams(data_dir, split, src, tgt, lag, start=start, limit=limit))
-    count = _write(output, streams)
-    pair = f"{get_language(src).short}->{get_language(tgt).short}"
-    _summary_line(count, output, 0, f"flores200 {split} {pair}, lag {lag}")
-    if as_json:
-        print_json({"output": str(output), "streams": count, "unaligned_partials": 0, "lag": lag})
-
-
-@streams_app.command("text")
-@handle_errors
-def text_command(
-    output: OutputOption,
-    src_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--src",
-            help="Source file: one segment per line, or a TSV/JSONL file holding references too (--format).",
-        ),
-    ] = None,
-    ref: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--ref", help="Reference file, line-aligned with --src (repeatable: several references)."
-        ),
-    ] = None,
-    src_lang: Annotated[str | None, typer.Option(help="Source language (short or FLORES code).")] = None,
-    tgt_lang: Annotated[str | None, typer.Option(help="Target language (short or FLORES code).")] = None,
-    text_format: Annotated[
-        str | None,
-        typer.Option("--format", help="lines, tsv or jsonl (default: from the suffix of --src; else lines)."),
-    ] = None,
-    testset: Annotated[
-        str | None,
-        typer.Option(help="A sacrebleu test set (e.g. wmt22), read through sacrebleu's cache ($SACREBLEU)."),
-    ] = None,
-    langpair: Annotated[str | None, typer.Option(help="Language pair of --testset, e.g. en-de.")] = None,
-    lag: Annotated[int, typer.Option(help="Units revealed per step.")] = 3,
-    unit: Annotated[
-        str | None, typer.Option(help="word or char (default: char for zh/ja/th sources, else word).")
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option(
-            help="Data set name for ids <name>-<line> (default: --src up to its first dot, or --testset)."
-        ),
-    ] = None,
-    skip_empty: Annotated[
-        bool,
-        typer.Option(
-            "--skip-empty",
-            help="Leave out lines with an empty source or reference (counted) instead of failing.",
-        ),
-    ] = False,
-    start: StartOption = 1,
-    limit: LimitOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Fixed-lag streams from parallel text (line-aligned files, TSV, JSONL) or a sacrebleu test set."""
-    request = TextRequest(
-        source=src_file,
-        references=list(ref or []),
-        text_format=text_format,
-        src=src_lang,
-        tgt=tgt_lang,
-        testset=testset,
-        langpair=langpair,
-        lag=lag,
-        unit=unit,
-        name=name,
-        start=start,
-        limit=limit,
-        skip_empty=skip_empty,
-    )
-    imported = text_streams(request)
-    for reason, lines in imported.built.skipped.items():
-        shown = ", ".join(str(x) for x in lines[:20]) + (", ..." if len(lines) > 20 else "")
-        _warn(f"skipped {len(lines)} line(s) with an {reason} (--skip-empty): lines {shown}", label="note")
-    count = _write(output, imported.built.streams)
-    refs = imported.references_per_stream
-    err_console.print(
-        f"wrote {count} streams to {output} ({imported.name} {imported.src}->{imported.tgt}, "
-        f"{refs} reference{'' if refs == 1 else 's'} per stream, lag {lag} {imported.unit}s); "
-        f"{imported.built.skipped_count} line{'' if imported.built.skipped_count == 1 else 's'} skipped",
-        soft_wrap=True,
-        highlight=False,
-        markup=False,
-    )
-    if as_json:
-        print_json({"output": str(output), **imported.summary()})
-
-
-@streams_app.command("acl6060")
 @handle_errors
 def acl6060_command(
     output: OutputOption,
@@ -401,15 +222,15 @@ def acl6060_command(
         items, without_audio = dataset_segments(chosen, audio_dir)
         if without_audio:
             talks = sorted({s.talk for s in without_audio})
-            _warn(
+            warn(
                 f"{len(without_audio)} selected segments belong to talks without audio in {audio_dir} and "
                 f"were skipped (talks {', '.join(talks[:5])}{', ...' if len(talks) > 5 else ''})",
                 label="note",
             )
         recognized = _recognize(items, settings, "en", tgt_short)
         _report_audio(recognized)
-        count = _write(output, recognized.streams)
-        _summary_line(
+        count = write_output(output, recognized.streams)
+        summary_line(
             count, output, 0, f"acl6060 {split} en->{tgt_short}, {_audio_what(recognized, settings)}"
         )
         summary = recognized.summary()
@@ -425,8 +246,8 @@ def acl6060_command(
             revise_rate=0.0 if revise_rate is None else revise_rate,
             seed=seed,
         )
-        count = _write(output, simulated.streams)
-        _summary_line(count, output, 0, f"acl6060 {split} en->{tgt_short}, simulated partials")
+        count = write_output(output, simulated.streams)
+        summary_line(count, output, 0, f"acl6060 {split} en->{tgt_short}, simulated partials")
         summary = simulated.summary()
     else:
         if word_times or interval_ms is not None or revise_rate is not None:
@@ -446,9 +267,9 @@ def acl6060_command(
             max_gap_ms,
         )
         _report_partials(result)
-        count = _write(output, result.streams, partials)
+        count = write_output(output, result.streams, partials)
         formats = ", ".join(sorted({r.format for r in result.reports}))
-        _summary_line(
+        summary_line(
             count, output, result.unaligned_partials, f"acl6060 {split} en->{tgt_short}, {formats} partials"
         )
         summary = result.summary()
@@ -456,7 +277,6 @@ def acl6060_command(
         print_json({"output": str(output), **summary, "streams": count})
 
 
-@streams_app.command("asr")
 @handle_errors
 def asr_command(
     output: OutputOption,
@@ -548,8 +368,8 @@ def asr_command(
         chosen_items = [by_id[s.id] for s in select([i.segment for i in items], start, limit)]
         recognized = _recognize(chosen_items, settings, src_short, tgt_short)
         _report_audio(recognized)
-        count = _write(output, recognized.streams)
-        _summary_line(
+        count = write_output(output, recognized.streams)
+        summary_line(
             count, output, 0, f"{dataset} {src_short}->{tgt_short}, {_audio_what(recognized, settings)}"
         )
         if as_json:
@@ -580,9 +400,9 @@ def asr_command(
         max_gap_ms,
     )
     _report_partials(result)
-    count = _write(output, result.streams, partials)
+    count = write_output(output, result.streams, partials)
     formats = ", ".join(sorted({r.format for r in result.reports}))
-    _summary_line(
+    summary_line(
         count, output, result.unaligned_partials, f"{dataset} {src_short}->{tgt_short}, {formats} partials"
     )
     if as_json:
@@ -596,115 +416,3 @@ def _audio_name(audio: Path) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return audio.stem
-
-
-def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
-    table = Table(title=markup(f"simul streams stats: {path.name}", newlines=False), show_header=True)
-    table.add_column("", style="bold")
-    table.add_column("value", justify="right")
-
-    def spread(key: str) -> str:
-        s = stats[key]
-        return f"mean {s['mean']:g}, median {s['median']:g}, max {s['max']:g}"
-
-    unit = stats["unit"] + "s"
-    table.add_row("streams", str(stats["streams"]))
-    table.add_row("languages", markup(", ".join(f"{k} ({v})" for k, v in stats["languages"].items())))
-    table.add_row("steps", str(stats["steps"]))
-    table.add_row("steps per stream", spread("steps_per_stream"))
-    table.add_row(f"{unit} added per step", spread("added_per_step"))
-    table.add_row(f"final source {unit}", spread("final_length"))
-    table.add_row("steps that revise", f"{stats['revise_share']:.1%} ({stats['revising_steps']})")
-    table.add_row("... before the final step", f"{stats['revise_share_before_final']:.1%}")
-    table.add_row("timed streams", f"{stats['timed_streams']} of {stats['streams']}")
-    if "final_time_ms" in stats:
-        table.add_row("final step time (ms)", spread("final_time_ms"))
-    table.add_row("simulated streams", str(stats["simulated_streams"]))
-    table.add_row("with reference", str(stats["with_reference"]))
-    per_stream = stats["references_per_stream"]
-    if set(per_stream) - {"0", "1"}:
-        shown = ", ".join(f"{count} with {n}" for n, count in per_stream.items())
-        table.add_row("references per stream", shown)
-    if "partials" in stats:
-        table.add_row("partials (files)", f"{stats['partials']} ({stats['partials_files']})")
-        table.add_row("unaligned partials", str(stats["unaligned_partials"]))
-        table.add_row("unaligned words", str(stats["unaligned_words"]))
-    return table
-
-
-@streams_app.command("stats")
-@handle_errors
-def stats_command(
-    path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON on stdout.")] = False,
-) -> None:
-    """Streams, steps per stream, units added per step, share of revising steps, timing."""
-    stats = {"file": str(path), **stream_stats(read_streams(path))}
-    err_console.print(_stats_table(path, stats))
-    if as_json:
-        print_json(stats)
-
-
-def _find_stream(path: Path, stream_id: str) -> Stream:
-    streams = read_streams(path)
-    for stream in streams:
-        if stream.id == stream_id:
-            return stream
-    close = difflib.get_close_matches(stream_id, [s.id for s in streams], n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; ids look like {excerpt(streams[0].id)}"
-    raise SimulError(f"no stream {excerpt(stream_id)} in {path}{hint}")
-
-
-@streams_app.command("show")
-@handle_errors
-def show_command(
-    path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
-    stream_id: Annotated[str, typer.Option("--id", help="Id of the stream to show.")],
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the stream record as JSON on stdout.")
-    ] = False,
-) -> None:
-    """The steps of one stream, with their times and how each changes the previous one."""
-    stream = _find_stream(path, stream_id)
-    table = Table(
-        title=markup(f"{stream.id} ({stream.src}->{stream.tgt}, {len(stream.steps)} steps)", newlines=False),
-        caption="\n".join(markup(line) for line in reference_lines(stream)) or "no reference",
-    )
-    table.add_column("#", justify="right")
-    table.add_column("time ms", justify="right")
-    table.add_column("change")
-    table.add_column("+/-", justify="right")
-    table.add_column("source", overflow="fold")
-    for index, (step, change) in enumerate(zip(stream.steps, step_changes(stream), strict=True)):
-        time = "-" if step.time_ms is None else f"{step.time_ms:.0f}"
-        kind = change.kind + (" (final)" if step.final else "")
-        table.add_row(str(index), time, kind, f"+{change.added} -{change.removed}", plain(step.source))
-    err_console.print(table)
-    if as_json:
-        print_json(stream.to_json())
-
-
-@streams_app.command("export")
-@handle_errors
-def export_command(
-    path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
-    output: OutputOption,
-    format: Annotated[
-        str, typer.Option("--format", help="ssbd-ref: the SSBD reference's stream.jsonl.")
-    ] = "ssbd-ref",
-    limit: LimitOption = None,
-) -> None:
-    """Write streams in another tool's input format (the SSBD reference: `llama-self-spec-bias -f FILE`)."""
-    from simul.runs.directory import write_atomic
-    from simul.runs.ingest.ssbd_ref import stream_lines
-
-    if format != "ssbd-ref":
-        raise UsageError(f"unknown --format {format!r}; choose one of: ssbd-ref")
-    streams = read_streams(path, limit)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(output, stream_lines(streams))
-    err_console.print(f"wrote {len(streams)} streams to {output} (the SSBD reference's stream.jsonl)")
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(streams_app, name="streams")
