@@ -18,8 +18,8 @@ from simul.cli import app
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import LINE_BYTES, STEPS, loads
 from simul.common.safe_text import excerpt, has_unsafe, markup, plain, visible
-from simul.streams.acl6060 import read_segment_yaml
 from simul.streams.format import Step, Stream, read_streams, write_streams
+from simul.streams.segments import read_segment_yaml
 from tests.helpers import eval_args, make_streams
 
 runner = CliRunner(env={"COLUMNS": "200"})

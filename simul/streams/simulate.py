@@ -31,9 +31,9 @@ from typing import Any
 
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import MAX_AUDIO_SECONDS
-from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
 from simul.streams.format import Step, Stream
 from simul.streams.partials import normalize_word, parse_number
+from simul.streams.segments import Segment, read_utf8_lines, talk_file_pairs
 
 DEFAULT_INTERVAL_MS = 500.0
 _INNER_MARKS = "'-’"

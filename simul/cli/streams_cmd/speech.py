@@ -34,12 +34,13 @@ from simul.cli.streams_cmd.common import (
 from simul.common.errors import UsageError
 from simul.common.languages import get_language
 from simul.common.safe_text import markup
-from simul.streams.acl6060 import acl6060_segments, line_segments, select
+from simul.streams.acl6060 import acl6060_segments
 from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
 from simul.streams.asr.recognizer import RecognizerOptions
 from simul.streams.asr.run import AudioSettings, recognize_segments
 from simul.streams.partials import DEFAULT_MAX_GAP_MS, PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
+from simul.streams.segments import line_segments, select
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
 
 

@@ -27,11 +27,11 @@ from typing import Any
 
 from simul.common.errors import SimulError
 from simul.common.hashing import sha256_file
-from simul.streams.acl6060 import Segment, SegmentTime, read_segment_yaml, read_utf8_lines
 from simul.streams.asr.audio import SAMPLE_RATE, AudioInfo, audio_info, read_audio, split_on_silence
 from simul.streams.asr.partials import Hypothesis, Recognizer, recognize_growing, segment_steps
 from simul.streams.asr.wer import WordErrors, corpus_errors
 from simul.streams.format import Step, Stream
+from simul.streams.segments import Segment, SegmentTime, read_segment_yaml, read_utf8_lines
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus", ".mp3")
 # A segment may end a little after the audio does (rounding in the YAML): up to this much is cut silently.

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from simul.common.errors import UsageError
-from simul.streams.acl6060 import Segment
 from simul.streams.partials.formats import ALIGN_MODES, PartialLine
+from simul.streams.segments import Segment
 
 # --- the talk transcript over time ---------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.hashing import sha256_file
 from simul.common.safe_text import excerpt
-from simul.streams.acl6060 import Segment, talk_file_pairs
 from simul.streams.format import Step, Stream
 from simul.streams.partials.align import RawStep, align_talk
 from simul.streams.partials.formats import (
@@ -27,6 +26,7 @@ from simul.streams.partials.formats import (
     infer_format,
     parse_partials,
 )
+from simul.streams.segments import Segment, talk_file_pairs
 
 
 @dataclass

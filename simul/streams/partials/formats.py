@@ -27,7 +27,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import as_float, loads
 from simul.common.safe_text import excerpt
-from simul.streams.acl6060 import read_utf8_lines
+from simul.streams.segments import read_utf8_lines
 
 FORMATS = ("sltev", "whisper-streaming", "jsonl")
 TIME_UNITS: dict[str, float] = {"ms": 1.0, "cs": 10.0, "s": 1000.0}
