@@ -42,7 +42,8 @@ from simul.common.safe_text import markup
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, reference_note, units_caption
-from simul.runs.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
+from simul.request.methods import methods_for
+from simul.runs.evaluation import EvalOutcome, EvalRequest, summary_json
 from simul.streams.references import references_caption
 
 

@@ -52,7 +52,8 @@ from simul.request.sweep import (
     table3_rows,
     table4_rows,
 )
-from simul.runs.evaluation import EvalOutcome, EvalRequest, locked_run_dir
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.lock import locked_run_dir
 
 TABLE3_COLUMNS = (
     ("comet", "COMET", ".3f"),

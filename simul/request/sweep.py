@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import UsageError
-from simul.request.methods import MASK_MODES, Method
+from simul.request.method_settings import MASK_MODES
+from simul.request.methods import Method
 
 
 def parse_floats(text: str, option: str) -> list[float]:

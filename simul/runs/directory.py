@@ -35,7 +35,8 @@ from simul.common.hashing import sha256_file
 from simul.common.limits import STEPS, binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.decoding import StepRecord, StreamResult
-from simul.request.methods import EXTERNAL, METHOD_NAMES, Method
+from simul.request.method_settings import EXTERNAL, METHOD_NAMES
+from simul.request.methods import Method
 from simul.runs.lock import writer_of
 from simul.runs.schema import check_results, check_run_json, step_fields, step_record
 from simul.streams.format import Stream, dumps_stream, iter_streams

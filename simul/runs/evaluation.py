@@ -5,15 +5,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simul import __version__
 from simul.common.errors import SimulError, UsageError
-from simul.common.files import os_error_message
 from simul.common.hashing import sha256_file
 from simul.decoding import StepRecord, StreamResult
 from simul.decoding.backend import ContextOverflowError
@@ -32,8 +30,8 @@ from simul.runs.directory import (
     RunWriter,
     load_run_json,
 )
-from simul.runs.lock import LOCK_FILE, RunLock
-from simul.runs.shard import Shard, select, shard_config
+from simul.runs.lock import locked_run_dir
+from simul.runs.shard import Shard, ShardSelection, select, shard_config
 from simul.streams.format import Stream, read_streams
 from simul.streams.references import reference_summary, testset_summary
 
@@ -156,32 +154,6 @@ def check_request(request: EvalRequest) -> None:
         )
 
 
-def lock_out_dir(out: Path, option: str = "--out") -> tuple[RunLock, bool]:
-    """Create (if needed) and lock the run directory; returns the lock and whether the folder is new."""
-    if out.exists() and not out.is_dir():
-        raise SimulError(f"{option} {out} exists and is not a directory; choose a directory path")
-    created = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SimulError(os_error_message(exc, out, "create the run directory")) from None
-    try:
-        return RunLock.acquire(out), created
-    except BaseException:
-        if created:
-            _remove_if_empty(out)
-        raise
-
-
-def _remove_if_empty(path: Path) -> None:
-    try:
-        if not any(p.name != LOCK_FILE for p in path.iterdir()):
-            (path / LOCK_FILE).unlink(missing_ok=True)
-            path.rmdir()
-    except OSError:
-        pass
-
-
 def normalise(result: StreamResult) -> StreamResult:
     """The result as it reads back from steps.jsonl (rounded timings), so eval and score agree exactly."""
     return StreamResult(
@@ -204,24 +176,6 @@ def run_evaluation(
         return _evaluate(request, streams, engine, progress, on_comet_loading, on_throughput)
 
 
-@contextmanager
-def locked_run_dir(out: Path | None, option: str = "--out") -> Iterator[None]:
-    """Hold the lock of run directory ``out`` (created if needed) for the block; a folder created here and
-    left empty by a failure is removed again. Nothing happens for ``None`` (no run directory)."""
-    if out is None:
-        yield
-        return
-    lock, created = lock_out_dir(out, option)
-    finished = False
-    try:
-        yield
-        finished = True
-    finally:
-        lock.release()
-        if created and not finished:
-            _remove_if_empty(out)  # failed before writing anything: leave no empty folder
-
-
 def _evaluate(
     request: EvalRequest,
     streams: list[Stream],
@@ -237,17 +191,8 @@ def _evaluate(
     keys = [m.key for m in request.methods]
     if len(set(keys)) != len(keys):
         raise SimulError("the same method setting is listed twice")
-    tgt = streams[0].tgt
-    ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
-
-    comet: CometScorer | None = None
-    comet_reason: str | None = None
-    if request.require_comet and request.shard is not None:
-        raise SimulError("--require-comet applies to `simul merge`: a shard run leaves COMET to the merge")
-    if request.require_comet:
-        comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
-        if comet is None:
-            raise SimulError(f"COMET is required (--require-comet) but unavailable: {comet_reason}")
+    ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, streams[0].tgt)
+    comet, comet_reason = _required_comet(request)
 
     own_engine = engine is None
     engine = engine or Engine(request.engine)
@@ -256,115 +201,197 @@ def _evaluate(
             engine.preflight(streams)
         except ContextOverflowError as exc:
             raise context_advice(exc, engine.backend.info.n_ctx_train) from None
-        model = engine.describe(streams[0])
-        config: dict[str, Any] = {
-            "streams": {
-                "path": str(request.streams_path),
-                "sha256": sha256_file(request.streams_path),
-                "limit": request.limit,
-                "count": len(streams),
-                "src": streams[0].src,
-                "tgt": tgt,
-                "references": reference_summary(every_stream),
-                **({"testsets": testsets} if (testsets := testset_summary(every_stream)) else {}),
-            },
-            "methods": [m.to_json() for m in request.methods],
-            "model": model,
-            "model_sha256": model["sha256"],
-            "template": engine.template.name,
-            "n_ctx": engine.backend.n_ctx,
-            "threads": engine.backend.n_threads,
-            "max_len_ratio": engine.settings.max_len_ratio,
-            "max_len_slack": engine.settings.max_len_slack,
-            "fuse": engine.settings.fuse,
-            "verify_chunk": engine.settings.verify_chunk,
-            "n_gpu_layers": engine.backend.n_gpu_layers,
-            "parallel": engine.backend.n_seq,
-            "ne_tokenizer": ne_tok,
-            "comet_model": request.comet_model,
-            "comet_batch_size": request.comet_batch_size,
-            **request.extra_config,
-        }
-        if selection is not None and request.shard is not None:
-            config["streams"]["total"] = selection.total
-            config["shard"] = shard_config(request.shard, selection)
-        run: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "simul", "version": __version__},
-            "config": config,
-            "environment": {
-                **environment(engine.backend.n_threads),
-                "thread_choice": engine.threads.to_json(),
-                "openmp": openmp.record(),
-                "hardware": engine.backend.describe_hardware(),
-                "started": now(),
-            },
-            "higher_is_better": higher_is_better(),
-        }
-
-        meter = CpuMeter(engine.backend.n_threads)
-        results: dict[str, list[StreamResult]] = {m.key: [] for m in request.methods}
-        done: set[str] = set()
-        writer: RunWriter | None = None
-        if request.out is not None:
-            if request.resume and (request.out / "run.json").exists():
-                meter.resume(load_run_json(request.out).get("environment", {}).get("cpu_usage"))
-                writer, loaded = RunWriter.resume(request.out, run, streams, request.methods)
-                for key, rs in loaded.results.items():
-                    results[key].extend(rs)
-                done.update(loaded.complete)
-            else:
-                writer = RunWriter.create(
-                    request.out,
-                    run,
-                    streams,
-                    overwrite=request.overwrite or request.resume,
-                    option=request.out_option,
-                )
-
-        todo = [s for s in streams if s.id not in done]
-        stream_map = {s.id: s for s in streams}
-        finished = len(streams) - len(todo)
-        if progress:
-            progress(finished, len(streams))
-
-        rate = Throughput(parallel=engine.backend.n_seq)
-        run["throughput"] = rate.to_json()
-
-        def on_stream(stream: Stream, stream_results: list[StreamResult]) -> None:
-            nonlocal finished
-            rate.add(stream_results)
-            run["throughput"] = rate.to_json()
-            if on_throughput:
-                on_throughput(rate)
-            normalised = [normalise(r) for r in stream_results]
-            if writer is not None:
-                writer.append(stream.id, normalised)
-            for r in normalised:
-                results[r.method.key].append(r)
-            finished += 1
-            if progress:
-                progress(finished, len(streams))
-
-        try:
-            engine.run(todo, request.methods, on_stream, meter)
-        except KeyboardInterrupt as stop:
-            run["status"] = STATUS_INTERRUPTED
-            run["streams_done"] = finished
-            run["environment"]["stopped"] = now()
-            run["environment"]["cpu_usage"] = meter.to_json()
-            if writer is not None:
-                writer.run = run
-                writer.save()
-            partial = _partial_outcome(
-                run, request, results, stream_map, ne_tok, finished, len(streams), writer
-            )
-            raise Interrupted(partial, stop) from None
-        run["environment"]["cpu_usage"] = meter.to_json()
+        config = _run_config(request, engine, streams, every_stream, selection, ne_tok)
+        decoding = _Decoding(request, _new_run(config, engine), streams, engine, progress, on_throughput)
+        decoding.decode(engine, ne_tok)
     finally:
         if own_engine:
             engine.close()
+    return _score_run(request, decoding, ne_tok, comet, comet_reason, on_comet_loading)
 
+
+def _required_comet(request: EvalRequest) -> tuple[CometScorer | None, str | None]:
+    """COMET loaded before decoding when the run requires it (so that a missing COMET fails early)."""
+    if request.require_comet and request.shard is not None:
+        raise SimulError("--require-comet applies to `simul merge`: a shard run leaves COMET to the merge")
+    if not request.require_comet:
+        return None, None
+    comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+    if comet is None:
+        raise SimulError(f"COMET is required (--require-comet) but unavailable: {comet_reason}")
+    return comet, comet_reason
+
+
+def _run_config(
+    request: EvalRequest,
+    engine: Engine,
+    streams: list[Stream],
+    every_stream: list[Stream],
+    selection: ShardSelection | None,
+    ne_tok: str,
+) -> dict[str, Any]:
+    """The run's ``config``: the streams, methods, model and settings it was decoded with."""
+    model = engine.describe(streams[0])
+    config: dict[str, Any] = {
+        "streams": {
+            "path": str(request.streams_path),
+            "sha256": sha256_file(request.streams_path),
+            "limit": request.limit,
+            "count": len(streams),
+            "src": streams[0].src,
+            "tgt": streams[0].tgt,
+            "references": reference_summary(every_stream),
+            **({"testsets": testsets} if (testsets := testset_summary(every_stream)) else {}),
+        },
+        "methods": [m.to_json() for m in request.methods],
+        "model": model,
+        "model_sha256": model["sha256"],
+        "template": engine.template.name,
+        "n_ctx": engine.backend.n_ctx,
+        "threads": engine.backend.n_threads,
+        "max_len_ratio": engine.settings.max_len_ratio,
+        "max_len_slack": engine.settings.max_len_slack,
+        "fuse": engine.settings.fuse,
+        "verify_chunk": engine.settings.verify_chunk,
+        "n_gpu_layers": engine.backend.n_gpu_layers,
+        "parallel": engine.backend.n_seq,
+        "ne_tokenizer": ne_tok,
+        "comet_model": request.comet_model,
+        "comet_batch_size": request.comet_batch_size,
+        **request.extra_config,
+    }
+    if selection is not None and request.shard is not None:
+        config["streams"]["total"] = selection.total
+        config["shard"] = shard_config(request.shard, selection)
+    return config
+
+
+def _new_run(config: dict[str, Any], engine: Engine) -> dict[str, Any]:
+    """run.json as a run starts: its config, the machine and software, and which way each metric is better."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "simul", "version": __version__},
+        "config": config,
+        "environment": {
+            **environment(engine.backend.n_threads),
+            "thread_choice": engine.threads.to_json(),
+            "openmp": openmp.record(),
+            "hardware": engine.backend.describe_hardware(),
+            "started": now(),
+        },
+        "higher_is_better": higher_is_better(),
+    }
+
+
+class _Decoding:
+    """The decoding part of one evaluation: the results so far per method, the run directory they are
+    written to as each stream finishes, throughput and CPU use, and the progress hooks."""
+
+    def __init__(
+        self,
+        request: EvalRequest,
+        run: dict[str, Any],
+        streams: list[Stream],
+        engine: Engine,
+        progress: ProgressHook | None,
+        on_throughput: Callable[[Throughput], None] | None,
+    ) -> None:
+        self.request = request
+        self.run = run
+        self.total = len(streams)
+        self.progress = progress
+        self.on_throughput = on_throughput
+        self.meter = CpuMeter(engine.backend.n_threads)
+        self.results: dict[str, list[StreamResult]] = {m.key: [] for m in request.methods}
+        self.writer: RunWriter | None = None
+        done = self._open_run_dir(streams)
+        self.todo = [s for s in streams if s.id not in done]
+        self.stream_map = {s.id: s for s in streams}
+        self.finished = len(streams) - len(self.todo)
+        if progress:
+            progress(self.finished, self.total)
+        self.rate = Throughput(parallel=engine.backend.n_seq)
+        run["throughput"] = self.rate.to_json()
+
+    def _open_run_dir(self, streams: list[Stream]) -> set[str]:
+        """Create or resume the run directory, if any; the ids of the streams it already holds."""
+        request = self.request
+        if request.out is None:
+            return set()
+        if request.resume and (request.out / "run.json").exists():
+            self.meter.resume(load_run_json(request.out).get("environment", {}).get("cpu_usage"))
+            self.writer, loaded = RunWriter.resume(request.out, self.run, streams, request.methods)
+            for key, rs in loaded.results.items():
+                self.results[key].extend(rs)
+            return set(loaded.complete)
+        self.writer = RunWriter.create(
+            request.out,
+            self.run,
+            streams,
+            overwrite=request.overwrite or request.resume,
+            option=request.out_option,
+        )
+        return set()
+
+    def on_stream(self, stream: Stream, stream_results: list[StreamResult]) -> None:
+        """A stream is decoded with every method: count it, write it and keep its results."""
+        self.rate.add(stream_results)
+        self.run["throughput"] = self.rate.to_json()
+        if self.on_throughput:
+            self.on_throughput(self.rate)
+        normalised = [normalise(r) for r in stream_results]
+        if self.writer is not None:
+            self.writer.append(stream.id, normalised)
+        for r in normalised:
+            self.results[r.method.key].append(r)
+        self.finished += 1
+        if self.progress:
+            self.progress(self.finished, self.total)
+
+    def decode(self, engine: Engine, ne_tok: str) -> None:
+        """Decode the streams not done yet; on Ctrl-C save the run as interrupted and raise
+        :class:`Interrupted` with what was finished."""
+        try:
+            engine.run(self.todo, self.request.methods, self.on_stream, self.meter)
+        except KeyboardInterrupt as stop:
+            self.mark_stopped()
+            self.run["environment"]["cpu_usage"] = self.meter.to_json()
+            self.save()
+            partial = _partial_outcome(
+                self.run,
+                self.request,
+                self.results,
+                self.stream_map,
+                ne_tok,
+                self.finished,
+                self.total,
+                self.writer,
+            )
+            raise Interrupted(partial, stop) from None
+        self.run["environment"]["cpu_usage"] = self.meter.to_json()
+
+    def mark_stopped(self) -> None:
+        self.run["status"] = STATUS_INTERRUPTED
+        self.run["streams_done"] = self.finished
+        self.run["environment"]["stopped"] = now()
+
+    def save(self) -> None:
+        if self.writer is not None:
+            self.writer.run = self.run
+            self.writer.save()
+
+
+def _score_run(
+    request: EvalRequest,
+    decoding: _Decoding,
+    ne_tok: str,
+    comet: CometScorer | None,
+    comet_reason: str | None,
+    on_comet_loading: Callable[[], None] | None,
+) -> EvalOutcome:
+    """Score the decoded streams (loading COMET now unless it was required up front or this is a shard),
+    write the scores and return the outcome; Ctrl-C while scoring saves the run as interrupted."""
+    run, finished, total = decoding.run, decoding.finished, decoding.total
     try:
         if request.shard is not None:
             comet_reason = COMET_AT_MERGE
@@ -372,26 +399,22 @@ def _evaluate(
             if on_comet_loading:
                 on_comet_loading()
             comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
-        scored = score(request.methods, results, stream_map, ne_tok, comet, comet_reason)
+        scored = score(request.methods, decoding.results, decoding.stream_map, ne_tok, comet, comet_reason)
     except KeyboardInterrupt as stop:
-        run["status"] = STATUS_INTERRUPTED
-        run["streams_done"] = finished
-        run["environment"]["stopped"] = now()
-        if writer is not None:
-            writer.run = run
-            writer.save()
+        decoding.mark_stopped()
+        decoding.save()
         empty = Scored(reports=[], signatures={"ne_tokenizer": ne_tok})
-        stopped = EvalOutcome(run, empty, False, finished, len(streams), request.out, stage="scoring")
+        stopped = EvalOutcome(run, empty, False, finished, total, request.out, stage="scoring")
         raise Interrupted(stopped, stop) from None
     run["status"] = STATUS_COMPLETE
     run["streams_done"] = finished
     run["environment"]["finished"] = now()
     _attach_scores(run, scored)
-    if writer is not None:
-        writer.run = run
-        writer.write_per_stream(scored.per_stream_rows())
-        writer.save()
-    return EvalOutcome(run, scored, True, finished, len(streams), request.out, results=results)
+    if decoding.writer is not None:
+        decoding.writer.run = run
+        decoding.writer.write_per_stream(scored.per_stream_rows())
+        decoding.writer.save()
+    return EvalOutcome(run, scored, True, finished, total, request.out, results=decoding.results)
 
 
 def _attach_scores(run: dict[str, Any], scored: Scored) -> None:
@@ -429,37 +452,6 @@ class Interrupted(Exception):
         super().__init__("interrupted")
         self.outcome = outcome
         self.cause = cause if cause is not None else KeyboardInterrupt()
-
-
-def methods_for(
-    method: str,
-    beta: float,
-    mask_k: int,
-    mask: str,
-    baseline: bool,
-    ending: str = "keep",
-    resync: int = 0,
-    target_bias: float = 0.0,
-    display: str = "mask",
-    agreement: int = 2,
-) -> list[Method]:
-    """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
-    chosen = Method(
-        name=method,  # type: ignore[arg-type]
-        beta=beta if method == "ssbd" else None,
-        mask_k=mask_k,
-        mask=mask,  # type: ignore[arg-type]
-        ending=ending,  # type: ignore[arg-type]
-        resync=resync,
-        target_bias=target_bias,
-        display=display,  # type: ignore[arg-type]
-        agreement=agreement,
-    )
-    methods: list[Method] = []
-    if baseline and chosen != Method("rt"):
-        methods.append(Method("rt"))
-    methods.append(chosen)
-    return methods
 
 
 def method_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:

@@ -24,11 +24,14 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError
+from simul.common.files import os_error_message
 
 LOCK_FILE = ".lock"
 
@@ -168,3 +171,47 @@ def writer_of(directory: Path) -> str | None:
     finally:
         os.close(fd)
     return None
+
+
+def lock_out_dir(out: Path, option: str = "--out") -> tuple[RunLock, bool]:
+    """Create (if needed) and lock the run directory; returns the lock and whether the folder is new."""
+    if out.exists() and not out.is_dir():
+        raise SimulError(f"{option} {out} exists and is not a directory; choose a directory path")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimulError(os_error_message(exc, out, "create the run directory")) from None
+    try:
+        return RunLock.acquire(out), created
+    except BaseException:
+        if created:
+            _remove_if_empty(out)
+        raise
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        if not any(p.name != LOCK_FILE for p in path.iterdir()):
+            (path / LOCK_FILE).unlink(missing_ok=True)
+            path.rmdir()
+    except OSError:
+        pass
+
+
+@contextmanager
+def locked_run_dir(out: Path | None, option: str = "--out") -> Iterator[None]:
+    """Hold the lock of run directory ``out`` (created if needed) for the block; a folder created here and
+    left empty by a failure is removed again. Nothing happens for ``None`` (no run directory)."""
+    if out is None:
+        yield
+        return
+    lock, created = lock_out_dir(out, option)
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        lock.release()
+        if created and not finished:
+            _remove_if_empty(out)  # failed before writing anything: leave no empty folder

@@ -20,7 +20,8 @@ from simul.machine.environment import environment, now
 from simul.metrics.comet import load_comet
 from simul.metrics.scoring import Scored, higher_is_better, score
 from simul.metrics.tokenizers import resolve_ne_tokenizer
-from simul.request.methods import EXTERNAL, Method
+from simul.request.method_settings import EXTERNAL
+from simul.request.methods import Method
 from simul.runs.directory import SCHEMA_VERSION, STATUS_COMPLETE, RunWriter
 from simul.runs.evaluation import load_stream_set
 from simul.runs.ingest import simul_outputs, simuleval_log, simulstream_log, ssbd_ref
