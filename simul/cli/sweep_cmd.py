@@ -26,17 +26,7 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings
-from simul.cli.scaleout import (
-    RayCpusOpt,
-    RayGpusOpt,
-    RayOpt,
-    RayRetriesOpt,
-    RayShardsOpt,
-    RayWorkersOpt,
-    ShardOpt,
-    run_scaled,
-    scaling,
-)
+from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
@@ -78,6 +68,7 @@ TABLE4_COLUMNS = (
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     @handle_errors
+    @with_scaling_options
     def sweep_command(
         beta: Annotated[
             str, typer.Option(help="SSBD biases, comma-separated.")
@@ -116,13 +107,7 @@ def register(app: typer.Typer) -> None:
         ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
-        shard: ShardOpt = None,
-        ray: RayOpt = None,
-        ray_workers: RayWorkersOpt = 2,
-        ray_shards: RayShardsOpt = None,
-        ray_cpus: RayCpusOpt = 1.0,
-        ray_gpus: RayGpusOpt = 0.0,
-        ray_retries: RayRetriesOpt = 2,
+        scale: Scaling = NO_SCALING,
     ) -> None:
         """Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams."""
         betas = parse_floats(beta, "--beta")
@@ -132,7 +117,6 @@ def register(app: typer.Typer) -> None:
         masks = parse_masks(mask)
         agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
         methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
-        scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,
