@@ -3,12 +3,13 @@
     WER = (S + D + I) / N
 
 with S substitutions, D deletions and I insertions of the minimum word-level edit (Levenshtein) alignment
-of the hypothesis to the reference, and N the number of reference words. Over several segments the edits
+of the hypothesis to the reference, as jiwer computes it (where several alignments cost the same, jiwer
+picks which edits they count as), and N the number of reference words. Over several segments the edits
 and reference words are summed first (corpus WER), so long segments weigh more than short ones. WER can
 exceed 1 when the hypothesis has many extra words; with an empty reference it is 0 for an empty hypothesis
 and counted as all insertions otherwise.
 
-Both sides are normalized before they are compared, so casing and punctuation (which Whisper adds and a
+Both sides are normalized here before jiwer compares them, so casing and punctuation (which Whisper adds and a
 transcript may lack) are not errors: lower case, hyphens, slashes and dashes become spaces, other
 characters that are neither letters, digits nor apostrophes are dropped, and an apostrophe at a word's
 edge is dropped too (``"task-oriented,"`` -> ``task oriented``; ``"Let's"`` -> ``let's``). Numbers are not
@@ -19,6 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from simul.common.errors import SimulError
 
 _SPLIT = "-‐‑‒–—/"
 _APOSTROPHES = "'’"
@@ -72,31 +76,36 @@ class WordErrors:
 
 
 def word_errors(reference: str, hypothesis: str) -> WordErrors:
-    """Substitutions, deletions and insertions of the minimum edit alignment (ties prefer substitutions)."""
-    ref, hyp = normalize(reference), normalize(hypothesis)
-    # cost[j] = (edits, subs, dels, ins) to turn ref[:i] into hyp[:j]; one row at a time
-    row: list[tuple[int, int, int, int]] = [(j, 0, 0, j) for j in range(len(hyp) + 1)]
-    for i in range(1, len(ref) + 1):
-        new: list[tuple[int, int, int, int]] = [(i, 0, i, 0)]
-        for j in range(1, len(hyp) + 1):
-            diag = row[j - 1]
-            same = ref[i - 1] == hyp[j - 1]
-            best = diag if same else (diag[0] + 1, diag[1] + 1, diag[2], diag[3])
-            up = row[j]  # ref word i unmatched: a deletion
-            if up[0] + 1 < best[0]:
-                best = (up[0] + 1, up[1], up[2] + 1, up[3])
-            left = new[j - 1]  # hyp word j extra: an insertion
-            if left[0] + 1 < best[0]:
-                best = (left[0] + 1, left[1], left[2], left[3] + 1)
-            new.append(best)
-        row = new
-    _, subs, dels, ins = row[-1]
-    return WordErrors(subs, dels, ins, len(ref))
+    """Substitutions, deletions and insertions of the minimum edit alignment of one pair."""
+    return corpus_errors([(reference, hypothesis)])
 
 
 def corpus_errors(pairs: Sequence[tuple[str, str]]) -> WordErrors:
     """Summed edits of (reference, hypothesis) pairs: ``.wer`` is the corpus WER."""
     total = WordErrors()
+    references: list[str] = []
+    hypotheses: list[str] = []
     for reference, hypothesis in pairs:
-        total = total + word_errors(reference, hypothesis)
+        ref, hyp = normalize(reference), normalize(hypothesis)
+        if not ref or not hyp:  # nothing to align (jiwer refuses an empty reference): all edits one way
+            total = total + WordErrors(deletions=len(ref), insertions=len(hyp), reference_words=len(ref))
+        else:
+            references.append(" ".join(ref))  # normalized words hold no spaces: jiwer splits them back
+            hypotheses.append(" ".join(hyp))
+    if references:
+        out = _jiwer().process_words(references, hypotheses)
+        total = total + WordErrors(
+            out.substitutions, out.deletions, out.insertions, out.hits + out.substitutions + out.deletions
+        )
     return total
+
+
+def _jiwer() -> Any:
+    try:
+        import jiwer
+    except ImportError:
+        raise SimulError(
+            "word error rates need jiwer, which is not installed: install the asr extra with "
+            "`pip install 'simul[asr]'` (or `make setup`)"
+        ) from None
+    return jiwer
