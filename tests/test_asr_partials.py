@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simul.asr.partials import (
+from simul.common.errors import UsageError
+from simul.streams.asr.partials import (
     Hypothesis,
     agreed_prefix,
     audio_times,
@@ -12,9 +13,8 @@ from simul.asr.partials import (
     segment_steps,
     shown_texts,
 )
-from simul.asr.recognizer import collapse_loops
-from simul.asr.wer import corpus_errors, normalize, word_errors
-from simul.errors import UsageError
+from simul.streams.asr.recognizer import collapse_loops
+from simul.streams.asr.wer import corpus_errors, normalize, word_errors
 from simul.streams.format import Stream
 
 

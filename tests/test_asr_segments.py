@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simul.asr.audio import SAMPLE_RATE, read_audio, write_wav
-from simul.asr.build import check_spans, dataset_segments, file_segments, find_talk_audio
 from simul.cli import app
-from simul.errors import SimulError
-from simul.paths import fixtures_dir
+from simul.common.errors import SimulError
+from simul.common.paths import fixtures_dir
 from simul.streams.acl6060 import acl6060_segments
+from simul.streams.asr.audio import SAMPLE_RATE, read_audio, write_wav
+from simul.streams.asr.build import check_spans, dataset_segments, file_segments, find_talk_audio
 
 runner = CliRunner(env={"COLUMNS": "200"})
 ACL = fixtures_dir() / "audio" / "acl6060"
@@ -218,7 +218,7 @@ def test_corrupt_audio_through_the_cli(tmp_path: Path) -> None:
 
 def test_import_simul_does_not_load_the_recognizer() -> None:
     code = (
-        "import sys, simul, simul.cli, simul.asr.build, simul.asr.recognizer\n"
+        "import sys, simul, simul.cli, simul.streams.asr.build, simul.streams.asr.recognizer\n"
         "loaded = [m for m in ('faster_whisper', 'ctranslate2', 'onnxruntime') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
@@ -230,8 +230,8 @@ def test_without_faster_whisper_the_message_says_what_to_install() -> None:
     code = (
         "import sys\n"
         "sys.modules['faster_whisper'] = None\n"
-        "from simul.asr.recognizer import RecognizerOptions, load_recognizer\n"
-        "from simul.errors import SimulError\n"
+        "from simul.streams.asr.recognizer import RecognizerOptions, load_recognizer\n"
+        "from simul.common.errors import SimulError\n"
         "try:\n"
         "    load_recognizer(None, RecognizerOptions())\n"
         "except SimulError as exc:\n"

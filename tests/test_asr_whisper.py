@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simul.asr.audio import SAMPLE_RATE, read_audio, write_wav
-from simul.asr.model import FILES, model_dir, weights_installed
-from simul.asr.recognizer import RecognizerOptions, WhisperRecognizer, load_recognizer
-from simul.asr.wer import word_errors
 from simul.cli import app
-from simul.paths import fixtures_dir
+from simul.common.paths import fixtures_dir
+from simul.streams.asr.audio import SAMPLE_RATE, read_audio, write_wav
+from simul.streams.asr.model import FILES, model_dir, weights_installed
+from simul.streams.asr.recognizer import RecognizerOptions, WhisperRecognizer, load_recognizer
+from simul.streams.asr.wer import word_errors
 from simul.streams.format import read_streams
 
 pytestmark = pytest.mark.slow

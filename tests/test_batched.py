@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simul.backend import ContextOverflowError, LlamaBackend
 from simul.cli import app
 from simul.decoding import StreamResult
-from simul.engine import Engine, EngineSettings
-from simul.methods import Method
+from simul.decoding.backend import ContextOverflowError, LlamaBackend
+from simul.decoding.engine import Engine, EngineSettings
+from simul.request.methods import Method
 from simul.streams.format import Stream, write_streams
 from tests.helpers import eval_args, make_streams
 

@@ -1,4 +1,4 @@
-"""simul.calibration: the pass costs, the bound of SSBD's speedup, and what makes a run's timing suspect."""
+"""simul.machine.calibration: the pass costs, the bound of SSBD's speedup, what makes a timing suspect."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from simul.methods import Method
 from typer.testing import CliRunner
 
-from simul.backend import LlamaBackend
-from simul.calibration import MAX_SLOWDOWN, MIN_THREAD_GAIN, PassCosts, calibrate, run_slowdown
 from simul.cli import app
-from simul.compare import wait_policy_difference
-from simul.cpu_usage import TimingNotes, pass_cost_reasons
-from simul.methods import Method
+from simul.decoding.backend import LlamaBackend
+from simul.machine.calibration import MAX_SLOWDOWN, MIN_THREAD_GAIN, PassCosts, calibrate, run_slowdown
+from simul.machine.cpu_usage import TimingNotes, pass_cost_reasons
 from simul.metrics.speed import modelled_speedup
+from simul.reports.compare import wait_policy_difference
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 

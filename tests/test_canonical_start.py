@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from simul.backend import LlamaBackend
 from simul.decoding import StreamDecoder
-from simul.methods import Method
+from simul.decoding.backend import LlamaBackend
+from simul.request.methods import Method
+from simul.request.templates import PRESETS
 from simul.streams.format import Stream, read_streams
-from simul.templates import PRESETS
 from tests.helpers import make_streams
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.cli.bench_cmd import bench_table
-from simul.cpu_usage import (
+from simul.machine.cpu_usage import (
     MIN_SHARE,
     CpuMeter,
     Snapshot,
@@ -25,8 +25,8 @@ from simul.cpu_usage import (
     judge,
     runqueue_seconds,
 )
-from simul.methods import Method
-from simul.report import methods_table
+from simul.reports.tables import methods_table
+from simul.request.methods import Method
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 

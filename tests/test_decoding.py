@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simul.backend import ContextOverflowError, LlamaBackend
+from simul.common.errors import SimulError
 from simul.decoding import StreamDecoder, StreamResult
-from simul.errors import SimulError
-from simul.methods import Method
+from simul.decoding.backend import ContextOverflowError, LlamaBackend
 from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import normalized_erasure
 from simul.metrics.tokenizers import get_tokenizer
+from simul.request.methods import Method
+from simul.request.templates import PRESETS
 from simul.streams.format import Step, Stream
-from simul.templates import PRESETS
 from tests.helpers import lag_stream, make_streams
 
 TEMPLATE = PRESETS["fewshot"]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simul.backend import LlamaBackend, _llama
-from simul.backend.devices import ALL_LAYERS, list_devices, resolve_gpu_layers
 from simul.cli import app
-from simul.compare import hardware_difference
-from simul.errors import UsageError
+from simul.common.errors import UsageError
+from simul.decoding.backend import LlamaBackend, _llama
+from simul.decoding.backend.devices import ALL_LAYERS, list_devices, resolve_gpu_layers
+from simul.reports.compare import hardware_difference
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 

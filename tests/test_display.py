@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simul.backend import LlamaBackend
 from simul.cli import app
+from simul.common.errors import UsageError
 from simul.decoding import StreamDecoder
-from simul.display.local_agreement import local_agreement
-from simul.display.mask import hide_last
-from simul.errors import UsageError
-from simul.methods import Method
+from simul.decoding.backend import LlamaBackend
+from simul.decoding.display.local_agreement import local_agreement
+from simul.decoding.display.mask import hide_last
+from simul.request.methods import Method
+from simul.request.sweep import sweep_methods, table4_rows
+from simul.request.templates import PRESETS
 from simul.streams.format import write_streams
-from simul.sweep import sweep_methods, table4_rows
-from simul.templates import PRESETS
 from tests.helpers import eval_args, make_streams
 
 runner = CliRunner()

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.engine import EngineSettings
-from simul.evaluation import EvalRequest, Interrupted, run_evaluation
-from simul.methods import Method
+from simul.decoding.engine import EngineSettings
 from simul.metrics.registry import METRICS
-from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
+from simul.request.methods import Method
+from simul.runs.directory import STATUS_COMPLETE, STATUS_INTERRUPTED
+from simul.runs.evaluation import EvalRequest, Interrupted, run_evaluation
 from tests.helpers import eval_args, make_streams
 
 runner = CliRunner()

@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simul.backend import LlamaBackend
+from simul.common.hashing import sha256_file
+from simul.common.paths import default_streams_file
 from simul.decoding import StreamDecoder, StreamResult
-from simul.default_model import default_model_path
-from simul.hashing import sha256_file
-from simul.methods import Method
+from simul.decoding.backend import LlamaBackend
 from simul.metrics.quality import corpus_chrf
-from simul.paths import default_streams_file
+from simul.request.default_model import default_model_path
+from simul.request.methods import Method
+from simul.request.templates import PRESETS
 from simul.streams.format import Stream, read_streams
-from simul.templates import PRESETS
 
 pytestmark = pytest.mark.slow
 TEMPLATE = PRESETS["fewshot"]

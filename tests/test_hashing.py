@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from simul import hashing
-from simul.errors import SimulError
-from simul.hashing import cached_sha256, join_verified
+from simul.common import hashing
+from simul.common.errors import SimulError
+from simul.common.hashing import cached_sha256, join_verified
 
 
 @pytest.fixture(autouse=True)

@@ -15,11 +15,11 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.errors import SimulError, UsageError
-from simul.limits import LINE_BYTES, STEPS, loads
-from simul.safe_text import excerpt, has_unsafe, markup, plain, visible
-from simul.streams.acl6060 import read_segment_yaml
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import LINE_BYTES, STEPS, loads
+from simul.common.safe_text import excerpt, has_unsafe, markup, plain, visible
 from simul.streams.format import Step, Stream, read_streams, write_streams
+from simul.streams.segments import read_segment_yaml
 from tests.helpers import eval_args, make_streams
 
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -391,7 +391,7 @@ def test_run_json_parts_that_must_be_objects_are_checked(evil_run: Path, tmp_pat
 
 @pytest.mark.parametrize("hardware", [True, {"devices": 5}, {"devices": "CUDA0"}, {"devices": [1, None]}])
 def test_the_hardware_note_ignores_a_hardware_record_of_the_wrong_shape(hardware: object) -> None:
-    from simul.compare import hardware_summary
+    from simul.reports.compare import hardware_summary
 
     run = {"environment": {"cpu": "AMD EPYC", "threads": 2, "hardware": hardware}, "config": {"parallel": 1}}
     assert hardware_summary(run) == "CPU AMD EPYC, 0 layers offloaded, 2 threads, parallel 1"

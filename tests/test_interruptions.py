@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.engine import EngineSettings
-from simul.evaluation import EvalRequest, Interrupted, run_evaluation
-from simul.methods import Method
-from simul.rundir import STATUS_COMPLETE, STATUS_INTERRUPTED
+from simul.decoding.engine import EngineSettings
+from simul.request.methods import Method
+from simul.runs.directory import STATUS_COMPLETE, STATUS_INTERRUPTED
+from simul.runs.evaluation import EvalRequest, Interrupted, run_evaluation
 from simul.streams.format import write_streams
 from tests.helpers import SENTENCES, eval_args, lag_stream
 
@@ -58,14 +58,14 @@ def test_sigterm_is_handled_like_ctrl_c(tiny_model: Path, tmp_path: Path) -> Non
 def test_ctrl_c_while_scoring(
     tiny_model: Path, streams_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import simul.evaluation
+    import simul.runs.evaluation
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(simul.evaluation, "score", interrupted)
+        patch.setattr(simul.runs.evaluation, "score", interrupted)
         result = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out)))
     text = " ".join(result.output.split())
     assert result.exit_code == 130

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from simul.decoding import StepRecord, StreamResult
-from simul.methods import Method
 from simul.metrics.delays import stream_delays
 from simul.metrics.erasure import normalized_erasure
 from simul.metrics.latency import al, dal, laal, yaal
 from simul.metrics.tokenizers import get_tokenizer, resolve_ne_tokenizer
 from simul.metrics.units import reference_length, target_unit, units
+from simul.request.methods import Method
 from simul.streams.format import Step, Stream
 
 

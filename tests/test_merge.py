@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.cli.scaleout import optional_ray_value
-from simul.errors import SimulError, UsageError
+from simul.common.errors import SimulError, UsageError
 from simul.metrics.registry import METRICS
-from simul.shard import Shard, parse_shard, plan, select, shard_of
+from simul.runs.shard import Shard, parse_shard, plan, select, shard_of
 from simul.streams.format import write_streams
 from tests.helpers import SENTENCES, eval_args, lag_stream
 
@@ -287,14 +287,16 @@ def test_sweep_shards_merge_into_a_sweep(tiny_model: Path, streams_file: Path, t
 
 def test_ray_worker_refuses_an_out_it_cannot_see(tmp_path: Path) -> None:
     """On a cluster without a shared file system the worker says so instead of writing elsewhere."""
-    from simul.evaluation import EvalRequest
-    from simul.methods import Method
-    from simul.ray_runner import RayOptions, ShardWorker, _cause
+    from simul.request.methods import Method
+    from simul.runs.evaluation import EvalRequest
+    from simul.runs.ray_runner import RayOptions, ShardWorker, _cause
 
     request = EvalRequest(streams_path=tmp_path / "x.jsonl", methods=[Method("rt")])
     with pytest.raises(SimulError, match="shares"):
         ShardWorker(request, str(tmp_path))
-    raised = "ActorDiedError: died\n  File x\nsimul.errors.SimulError: the Ray worker on n1 cannot see /o"
+    raised = (
+        "ActorDiedError: died\n  File x\nsimul.common.errors.SimulError: the Ray worker on n1 cannot see /o"
+    )
     assert _cause(RuntimeError(raised)) == "the Ray worker on n1 cannot see /o"
     assert _cause(RuntimeError("worker killed\nmore")) == "worker killed"
     assert RayOptions(workers=3).shard_count == 6

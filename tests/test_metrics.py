@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simul.common.text import complete_prefix, decode_text
 from simul.decoding import accepts
 from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import erasure, normalized_erasure, stream_erasure
@@ -14,7 +15,6 @@ from simul.metrics.latency import finalisation_delays, laal, source_positions
 from simul.metrics.quality import corpus_bleu, corpus_chrf
 from simul.metrics.speed import max_row_cost, modelled_speedup, row_cost, speed
 from simul.metrics.tokenizers import get_tokenizer, resolve_ne_tokenizer
-from simul.text import complete_prefix, decode_text
 
 
 def test_erasure_counts_tokens_not_kept() -> None:

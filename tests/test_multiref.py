@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.errors import SimulError
+from simul.common.errors import SimulError
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
-from simul.rundir import load_run
+from simul.runs.directory import load_run
 from simul.streams.format import Step, Stream, read_streams, stream_from_json, write_streams
 from tests.helpers import SENTENCES, eval_args, lag_stream
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simul.openmp import BUSY_POLICY, IDLE_POLICY, IDLE_SPIN, decide, loaded_runtimes
+from simul.machine.openmp import BUSY_POLICY, IDLE_POLICY, IDLE_SPIN, decide, loaded_runtimes
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,8 +80,8 @@ def _load_llama(extra_env: dict[str, str]) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env.update({"OMP_DISPLAY_ENV": "verbose", "PYTHONPATH": str(REPO), **extra_env})
     code = (
-        "from simul.backend import _llama\n"
-        "from simul import openmp\n"
+        "from simul.decoding.backend import _llama\n"
+        "from simul.machine import openmp\n"
         "_llama()\n"
         "import json; print(json.dumps(openmp.record()))\n"
     )
@@ -117,8 +117,8 @@ def test_the_backend_passes_the_cpu_samples_verdict(tiny_model: Path) -> None:
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from simul.backend import LlamaBackend\n"
-        "from simul.threads import ThreadChoice\n"
+        "from simul.decoding.backend import LlamaBackend\n"
+        "from simul.machine.threads import ThreadChoice\n"
         "from simul import openmp\n"
         "choice = ThreadChoice(1, 'auto', 2, 2, busy_cores=1.0, load1=1.2)\n"
         "LlamaBackend(Path(sys.argv[1]), n_ctx=128, n_threads=1, thread_choice=choice).close()\n"

@@ -117,7 +117,7 @@ def test_simulstream_counts_characters_with_spaces(runs: dict[str, tuple[Path, s
     _needs("simulstream")
     from simul.metrics.erasure import normalized_erasure
     from simul.metrics.units import units
-    from simul.rundir import load_run
+    from simul.runs.directory import load_run
 
     run_dir, _, _ = runs["text-zh"]
     loaded = load_run(run_dir)

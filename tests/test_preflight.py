@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from simul.backend import ContextOverflowError
 from simul.cli import app
-from simul.engine import Engine, EngineSettings
+from simul.decoding.backend import ContextOverflowError
+from simul.decoding.engine import Engine, EngineSettings
 from simul.streams.format import write_streams
 from tests.helpers import SENTENCES, eval_args, lag_stream
 

@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.engine import EngineSettings
-from simul.evaluation import EvalRequest
-from simul.methods import Method
-from simul.ray_runner import RayEvent, RayOptions, run_on_ray, shard_dir
+from simul.decoding.engine import EngineSettings
+from simul.request.methods import Method
+from simul.runs.evaluation import EvalRequest
+from simul.runs.ray_runner import RayEvent, RayOptions, run_on_ray, shard_dir
 from simul.streams.format import write_streams
 from tests.helpers import SENTENCES, eval_args, lag_stream
 from tests.test_merge import quality, steps_without_timing

@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.errors import SimulError
-from simul.runlock import LOCK_FILE, RunLock, writer_of
+from simul.common.errors import SimulError
+from simul.runs.lock import LOCK_FILE, RunLock, writer_of
 from simul.streams.format import write_streams
 from tests.helpers import SENTENCES, eval_args, lag_stream, make_streams
 
@@ -26,7 +26,7 @@ runner = CliRunner()
 HOLD = """
 import sys, time
 from pathlib import Path
-from simul.runlock import RunLock
+from simul.runs.lock import RunLock
 lock = RunLock.acquire(Path(sys.argv[1]))
 print("locked", flush=True)
 time.sleep(600)

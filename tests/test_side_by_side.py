@@ -1,4 +1,4 @@
-"""Evaluations taking turns in one process (simul.side_by_side, `simul bench --parallel N`).
+"""Evaluations taking turns in one process (simul.runs.side_by_side, `simul bench --parallel N`).
 
 What must hold: each lane's outputs equal those of the same evaluation run alone (the turns change when
 passes are made, not what they compute); only one lane decodes at a time and turns go to the lane furthest
@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simul import clock
 from simul.cli import app
-from simul.engine import EngineSettings
-from simul.evaluation import EvalRequest, Interrupted, run_evaluation
-from simul.methods import Method
-from simul.side_by_side import Baton, LaneStopped, run_side_by_side
+from simul.decoding.engine import EngineSettings
+from simul.machine import clock
+from simul.request.methods import Method
+from simul.runs.evaluation import EvalRequest, Interrupted, run_evaluation
+from simul.runs.side_by_side import Baton, LaneStopped, run_side_by_side
 from simul.streams.format import write_streams
 from tests.helpers import make_streams
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.errors import SimulError
+from simul.common.errors import SimulError
 from simul.streams.format import Step, Stream, dumps_stream, read_streams, write_streams
 from tests.helpers import eval_args, lag_stream, make_streams
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from simul.errors import SimulError
-from simul.paths import fixtures_dir
-from simul.streams.acl6060 import acl6060_segments, line_segments, read_segment_yaml, select, talk_file_pairs
+from simul.common.errors import SimulError
+from simul.common.paths import fixtures_dir
+from simul.streams.acl6060 import acl6060_segments
+from simul.streams.segments import line_segments, read_segment_yaml, select, talk_file_pairs
 
 FIXTURE = fixtures_dir() / "acl6060"
 TALK = "2022.acl-long.110"

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.paths import fixtures_dir
+from simul.common.paths import fixtures_dir
 from simul.streams.format import read_streams
 
 runner = CliRunner(env={"COLUMNS": "200"})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simul.errors import SimulError
+from simul.common.errors import SimulError
 from simul.streams.flores import flores_streams
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from simul.errors import SimulError
+from simul.common.errors import SimulError
 from simul.streams.format import Step, Stream, iter_streams, read_streams, write_streams
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from simul.errors import SimulError, UsageError
-from simul.paths import fixtures_dir
-from simul.streams.acl6060 import Segment, acl6060_segments, line_segments
+from simul.common.errors import SimulError, UsageError
+from simul.common.paths import fixtures_dir
+from simul.streams.acl6060 import acl6060_segments
 from simul.streams.format import Step
 from simul.streams.partials import infer_format, parse_partials, partial_streams
+from simul.streams.segments import Segment, line_segments
 from simul.streams.stats import step_changes
 
 ASR = fixtures_dir() / "asr"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from simul.errors import SimulError, UsageError
-from simul.paths import fixtures_dir
-from simul.streams.acl6060 import Segment, acl6060_segments
+from simul.common.errors import SimulError, UsageError
+from simul.common.paths import fixtures_dir
+from simul.streams.acl6060 import acl6060_segments
 from simul.streams.format import Step, Stream
+from simul.streams.segments import Segment
 from simul.streams.simulate import _fill, asr_form, read_word_times, simulate_steps, simulated_streams
 from simul.streams.stats import StepChange, step_changes
 

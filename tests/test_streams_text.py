@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.errors import SimulError, UsageError
+from simul.common.errors import SimulError, UsageError
 from simul.streams.flores import flores_streams
 from simul.streams.format import read_streams
 from simul.streams.text_streams import TextRequest, text_streams

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from simul.cli import app
+from simul.request.sweep import sweep_methods
 from simul.streams.format import write_streams
-from simul.sweep import sweep_methods
 from tests.helpers import make_streams
 
 runner = CliRunner()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from simul.backend import LlamaBackend
-from simul.engine import resolve_template
-from simul.errors import SimulError
-from simul.languages import get_language
-from simul.templates import PRESETS, chat_template, get_template
+from simul.common.errors import SimulError
+from simul.common.languages import get_language
+from simul.decoding.backend import LlamaBackend
+from simul.decoding.engine import resolve_template
+from simul.request.templates import PRESETS, chat_template, get_template
 
 EN, DE, ZH, JA = (get_language(c) for c in ("en", "deu_Latn", "zho_Hans", "ja"))
 

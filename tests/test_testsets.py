@@ -131,7 +131,7 @@ def test_empty_cache_offline_names_the_folder(tmp_path: Path) -> None:
 
 
 def test_unknown_testset_and_langpair(tmp_path: Path) -> None:
-    from simul.errors import SimulError
+    from simul.common.errors import SimulError
     from simul.streams.testsets import testset_lines
 
     with pytest.raises(SimulError, match="no test set 'wmt222'; did you mean wmt22"):

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.threads import (
+from simul.machine.threads import (
     MAX_AUTO_THREADS,
     auto_threads,
     busy_cores,

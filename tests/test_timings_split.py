@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.rundir import STEPS_FILE, TIMINGS_FILE
+from simul.runs.directory import STEPS_FILE, TIMINGS_FILE
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.rundir import STATUS_COMPLETE
+from simul.runs.directory import STATUS_COMPLETE
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 
@@ -85,7 +85,7 @@ def test_disk_full_while_writing_run_json(
 
 
 def test_disk_full_while_writing_a_stream_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from simul.errors import SimulError
+    from simul.common.errors import SimulError
 
     disk_full_on(monkeypatch, "out.jsonl")
     with pytest.raises(SimulError, match="the disk is full"):
@@ -157,8 +157,8 @@ def test_damaged_run_json(tiny_model: Path, streams_file: Path, tmp_path: Path) 
 
 
 def test_advice_that_can_be_followed(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
-    from simul.evaluation import EvalRequest, Interrupted, run_evaluation
-    from simul.methods import Method
+    from simul.request.methods import Method
+    from simul.runs.evaluation import EvalRequest, Interrupted, run_evaluation
 
     cut = tmp_path / "cut"
 

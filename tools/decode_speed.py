@@ -8,8 +8,9 @@ The ratio of the second to the first is the ``c`` of the speedup model in docs/r
     python tools/decode_speed.py [--model PATH.gguf] [--threads 2] [--tokens 120] [--repeats 3]
 
 Run it on an otherwise idle machine: any other load distorts the figures (and simul's OpenMP wait policy,
-chosen from a CPU sample unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, applies here too: simul/openmp.py).
-`simul bench` makes the same measurements before each benchmark (simul/calibration.py).
+chosen from a CPU sample unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, applies here too:
+simul/machine/openmp.py).
+`simul bench` makes the same measurements before each benchmark (simul/machine/calibration.py).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simul.backend import LlamaBackend
-from simul.default_model import default_model_path
+from simul.decoding.backend import LlamaBackend
+from simul.request.default_model import default_model_path
 
 PROMPT = "English: The quick brown fox jumps over the lazy dog near the river bank today.\nGerman:"
 

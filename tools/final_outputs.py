@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simul.rundir import load_run
+from simul.runs.directory import load_run
 
 
 def main() -> None:

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simul.backend import LlamaBackend
-from simul.default_model import default_model_path
-from simul.languages import get_language
+from simul.common.languages import get_language
+from simul.decoding.backend import LlamaBackend
 from simul.metrics.speed import max_row_cost
-from simul.templates import get_template
+from simul.request.default_model import default_model_path
+from simul.request.templates import get_template
 
 Floats = npt.NDArray[np.float32]
 

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simul.agreement import agreement as compare_results
-from simul.errors import SimulError
-from simul.rundir import load_run
+from simul.common.errors import SimulError
+from simul.reports.agreement import agreement as compare_results
+from simul.runs.directory import load_run
 
 
 def agreement(base_dir: Path, new_dir: Path) -> dict[str, Any]:

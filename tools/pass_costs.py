@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The forward-pass costs of simul.calibration under several OpenMP settings, idle and next to a busy core.
+"""The forward-pass costs of simul.machine.calibration under several OpenMP settings, idle and loaded.
 
 Each variant runs in a process of its own (OpenMP reads its settings once, when llama.cpp loads) that loads
 the model, calibrates (one-token pass on N threads and on one, a 32-row verification pass, c_min) and prints
@@ -37,8 +37,8 @@ CANDIDATES = [
 ]
 CHILD = """
 import json, sys
-from simul.backend import LlamaBackend
-from simul.calibration import calibrate
+from simul.decoding.backend import LlamaBackend
+from simul.machine.calibration import calibrate
 from simul.default_model import default_model_path
 from simul import openmp
 path = sys.argv[1] or str(default_model_path())

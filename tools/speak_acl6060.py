@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from simul.asr.audio import SAMPLE_RATE, Samples, read_audio, speech_mask, write_wav
-from simul.errors import SimulError
-from simul.streams.acl6060 import Segment, acl6060_segments
+from simul.common.errors import SimulError
+from simul.streams.acl6060 import acl6060_segments
+from simul.streams.asr.audio import SAMPLE_RATE, Samples, read_audio, speech_mask, write_wav
+from simul.streams.segments import Segment
 
 DEFAULT_RATE = 175  # espeak-ng's own default, words per minute
 MAX_RATE = 450

@@ -5,9 +5,9 @@ update time into prompt evaluation, draft verification, one-token decoding and t
 acceptance tests, detokenizing: Python-side work).
 
 With ``--parallel N`` it also decodes the same streams N at a time (batched forward passes) beside the
-single-stream run, the two taking turns in one process (simul.side_by_side), and reports what batching buys:
-throughput of each, their ratio, and how far the batched outputs and metrics move. TPS and speedup in the
-paper's sense stay those of the single-stream run.
+single-stream run, the two taking turns in one process (simul.runs.side_by_side), and reports what
+batching buys: throughput of each, their ratio, and how far the batched outputs and metrics move. TPS and
+speedup in the paper's sense stay those of the single-stream run.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simul.agreement import agreement
-from simul.calibration import PassCosts
 from simul.cli.common import (
     FuseOpt,
     LimitOpt,
@@ -37,15 +35,17 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings, run_side_by_side_with_progress, run_with_progress
-from simul.cpu_usage import MARK, TimingNotes
+from simul.common.errors import UsageError
+from simul.common.paths import default_streams_file
+from simul.common.safe_text import markup
 from simul.decoding.records import StreamResult
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest
-from simul.methods import Method
-from simul.paths import default_streams_file
-from simul.report import fmt
-from simul.safe_text import markup
-from simul.side_by_side import LaneRecord
+from simul.machine.calibration import PassCosts
+from simul.machine.cpu_usage import MARK, TimingNotes
+from simul.reports.agreement import agreement
+from simul.reports.tables import fmt
+from simul.request.methods import Method
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.side_by_side import LaneRecord
 
 
 def time_split(counts: dict[str, Any]) -> dict[str, float]:
@@ -89,7 +89,7 @@ def speed_bounds(
     costs: PassCosts | None, metrics: dict[str, Any], widths: list[int]
 ) -> tuple[float | None, float | None, float | None]:
     """(bound at c_min, bound for the run's own pass widths, c_run) at the method's A/D and A/O
-    (simul.calibration); Nones without a calibration or a draft."""
+    (simul.machine.calibration); Nones without a calibration or a draft."""
     ad, ao = metrics.get("ad"), metrics.get("ao")
     if costs is None or not isinstance(ad, int | float) or not isinstance(ao, int | float) or ad <= 0:
         return None, None, None

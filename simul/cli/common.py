@@ -17,9 +17,9 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from simul.errors import SimulError, Terminated, UsageError
+from simul.common.errors import SimulError, Terminated, UsageError
+from simul.common.safe_text import markup
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
-from simul.safe_text import markup
 
 P = ParamSpec("P")
 R = TypeVar("R")

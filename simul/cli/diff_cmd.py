@@ -9,7 +9,11 @@ import typer
 from rich.table import Table
 
 from simul.cli.common import err_console, handle_errors, print_json
-from simul.compare import (
+from simul.common.errors import UsageError
+from simul.common.safe_text import markup, visible
+from simul.machine.cpu_usage import MARK, MIN_SHARE
+from simul.metrics.registry import METRICS
+from simul.reports.compare import (
     ALPHA,
     DEFAULT_MAX_DROP,
     DEFAULT_MAX_INCREASE,
@@ -20,10 +24,6 @@ from simul.compare import (
     compare,
     parse_thresholds,
 )
-from simul.cpu_usage import MARK, MIN_SHARE
-from simul.errors import UsageError
-from simul.metrics.registry import METRICS
-from simul.safe_text import markup, visible
 
 EXIT_REGRESSION = 3
 EXIT_INCOMPARABLE = 2

@@ -26,23 +26,14 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings
-from simul.cli.scaleout import (
-    RayCpusOpt,
-    RayGpusOpt,
-    RayOpt,
-    RayRetriesOpt,
-    RayShardsOpt,
-    RayWorkersOpt,
-    ShardOpt,
-    run_scaled,
-    scaling,
-)
-from simul.cpu_usage import TimingNotes
-from simul.evaluation import EvalOutcome, EvalRequest, methods_for, summary_json
+from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
+from simul.common.paths import default_streams_file
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
-from simul.paths import default_streams_file
-from simul.report import methods_table, reference_note, units_caption
-from simul.safe_text import markup
+from simul.reports.tables import methods_table, reference_note, units_caption
+from simul.request.methods import methods_for
+from simul.runs.evaluation import EvalOutcome, EvalRequest, summary_json
 from simul.streams.references import references_caption
 
 
@@ -110,6 +101,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     @handle_errors
+    @with_scaling_options
     def eval_command(
         streams: Annotated[
             Path | None,
@@ -179,16 +171,9 @@ def register(app: typer.Typer) -> None:
         ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
-        shard: ShardOpt = None,
-        ray: RayOpt = None,
-        ray_workers: RayWorkersOpt = 2,
-        ray_shards: RayShardsOpt = None,
-        ray_cpus: RayCpusOpt = 1.0,
-        ray_gpus: RayGpusOpt = 0.0,
-        ray_retries: RayRetriesOpt = 2,
+        scale: Scaling = NO_SCALING,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
-        scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods_for(

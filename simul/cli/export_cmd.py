@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 
 from simul.cli.common import err_console, handle_errors
-from simul.errors import SimulError, UsageError
-from simul.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
-from simul.files import os_error_message
+from simul.common.errors import SimulError, UsageError
+from simul.common.files import os_error_message
+from simul.common.safe_text import excerpt, visible
 from simul.metrics.quality import bleu_tokenizer
 from simul.metrics.units import TARGET_UNITS, target_unit
-from simul.rundir import load_run, write_atomic
-from simul.safe_text import excerpt, visible
+from simul.reports.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
+from simul.runs.directory import load_run, write_atomic
 
 
 def make_folder(folder: Path) -> None:

@@ -15,9 +15,9 @@ from simul.cli.common import (
     handle_errors,
     print_json,
 )
-from simul.ingest.run import INGEST_FORMATS, IngestRequest, ingest
 from simul.metrics.comet import DEFAULT_COMET_MODEL
-from simul.report import methods_table, units_caption
+from simul.reports.tables import methods_table, units_caption
+from simul.runs.ingest.run import INGEST_FORMATS, IngestRequest, ingest
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ import typer
 from simul.cli.common import OverwriteOpt, err_console, handle_errors
 from simul.cli.eval_cmd import print_outcome
 from simul.cli.sweep_cmd import report_sweep
-from simul.merge import MergeOutcome, merge_shards
+from simul.runs.merge import MergeOutcome, merge_shards
 
 
 def print_shards(merged: MergeOutcome) -> None:

@@ -17,12 +17,12 @@ from rich.progress import (
 )
 
 from simul.cli.common import err_console, interrupt_exit, show_progress
-from simul.engine import EngineSettings
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
-from simul.safe_text import markup
-from simul.side_by_side import LaneRecord, run_side_by_side
-from simul.templates import TEMPLATE_NAMES
+from simul.common.errors import UsageError
+from simul.common.safe_text import markup
+from simul.decoding.engine import EngineSettings
+from simul.request.templates import TEMPLATE_NAMES
+from simul.runs.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
+from simul.runs.side_by_side import LaneRecord, run_side_by_side
 
 PLAIN_PROGRESS_EVERY = 10.0  # seconds between plain progress lines (stderr not a terminal)
 
@@ -196,7 +196,7 @@ def report_interrupted(stop: Interrupted, out: Path | None, what_run: str = "") 
 def run_side_by_side_with_progress(
     requests: Sequence[EvalRequest], names: Sequence[str], quiet: bool, label: str
 ) -> tuple[list[EvalOutcome], list[LaneRecord]]:
-    """Run the evaluations in turns (simul.side_by_side) under one progress bar per evaluation.
+    """Run the evaluations in turns (simul.runs.side_by_side) under one progress bar per evaluation.
 
     On Ctrl-C or SIGTERM every evaluation keeps its finished streams (in its run directory when it has one),
     each says what it kept, and the command exits 130 (143 for SIGTERM)."""

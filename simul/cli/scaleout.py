@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from simul.cli.common import err_console, interrupt_exit, show_progress
 from simul.cli.running import progress_bar, run_with_progress
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest
-from simul.ray_runner import LOCAL, RayOptions
-from simul.shard import Shard, parse_shard
+from simul.common.errors import UsageError
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.ray_runner import LOCAL, RayOptions
+from simul.runs.shard import Shard, parse_shard
 
 ShardOpt = Annotated[
     str | None,
@@ -45,14 +47,49 @@ RayRetriesOpt = Annotated[
     int, typer.Option("--ray-retries", help="Resume a shard whose worker died this many times.")
 ]
 
+R = TypeVar("R")
+
 # Subcommands whose --ray may be given without a value (meaning a local instance).
 RAY_COMMANDS = ("eval", "sweep")
+
+# The options of `scaling`, in the order a command's --help lists them, with their defaults.
+_SCALING_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("shard", ShardOpt, None),
+    ("ray", RayOpt, None),
+    ("ray_workers", RayWorkersOpt, 2),
+    ("ray_shards", RayShardsOpt, None),
+    ("ray_cpus", RayCpusOpt, 1.0),
+    ("ray_gpus", RayGpusOpt, 0.0),
+    ("ray_retries", RayRetriesOpt, 2),
+)
 
 
 @dataclass(frozen=True)
 class Scaling:
     shard: Shard | None = None
     ray: RayOptions | None = None
+
+
+NO_SCALING = Scaling()  # everything in this process (the commands' default)
+
+
+def with_scaling_options(command: Callable[..., R]) -> Callable[..., R]:
+    """Give a command the --shard and --ray* options (after its own); it receives them as one
+    ``scale: Scaling`` argument."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "scale"]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        for name, annotation, default in _SCALING_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        values = [kwargs.pop(name) for name, _, _ in _SCALING_OPTIONS]
+        return command(*args, scale=scaling(*values), **kwargs)
+
+    wrapper.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
+    return wrapper
 
 
 def scaling(
@@ -89,7 +126,7 @@ def run_scaled(
     """Run in this process (a shard of it with --shard), or on Ray workers with --ray."""
     if scale.ray is None:
         return run_with_progress(dataclasses.replace(request, shard=scale.shard), quiet, label, on_interrupt)
-    from simul.ray_runner import run_on_ray
+    from simul.runs.ray_runner import run_on_ray
 
     with progress_bar(show_progress(quiet)) as bar:
         task = bar.add_task(f"{label} on Ray", total=None)

@@ -9,15 +9,15 @@ from typing import Annotated
 import typer
 
 from simul.cli.common import err_console, handle_errors, print_json, warn_being_written
-from simul.cpu_usage import TimingNotes
-from simul.errors import SimulError, UsageError
+from simul.common.errors import SimulError, UsageError
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
-from simul.report import TABLE2_COLUMNS, methods_table, reference_note, units_caption
-from simul.rundir import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
-from simul.runlock import RunLock
-from simul.safe_text import markup
-from simul.scoring import not_available, score
+from simul.metrics.scoring import not_available, score
+from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
+from simul.runs.directory import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
+from simul.runs.lock import RunLock
 
 
 def register(app: typer.Typer) -> None:

@@ -9,11 +9,11 @@ import typer
 from rich.table import Table
 
 from simul.cli.common import err_console, handle_errors, warn_being_written
-from simul.errors import SimulError
-from simul.files import check_writable_file
-from simul.rundir import load_run, write_atomic
-from simul.safe_text import excerpt, markup, visible
-from simul.show import html_page, rich_text, stream_view
+from simul.common.errors import SimulError
+from simul.common.files import check_writable_file
+from simul.common.safe_text import excerpt, markup, visible
+from simul.reports.show import html_page, rich_text, stream_view
+from simul.runs.directory import load_run, write_atomic
 from simul.streams.references import reference_lines
 
 

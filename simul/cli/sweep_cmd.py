@@ -26,25 +26,14 @@ from simul.cli.common import (
     print_json,
 )
 from simul.cli.running import engine_settings
-from simul.cli.scaleout import (
-    RayCpusOpt,
-    RayGpusOpt,
-    RayOpt,
-    RayRetriesOpt,
-    RayShardsOpt,
-    RayWorkersOpt,
-    ShardOpt,
-    run_scaled,
-    scaling,
-)
-from simul.cpu_usage import TimingNotes
-from simul.errors import UsageError
-from simul.evaluation import EvalOutcome, EvalRequest, locked_run_dir
+from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
+from simul.common.errors import UsageError
+from simul.common.paths import default_streams_file
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
-from simul.paths import default_streams_file
-from simul.report import methods_table, units_caption
-from simul.safe_text import markup
-from simul.sweep import (
+from simul.reports.tables import methods_table, units_caption
+from simul.request.sweep import (
     parse_floats,
     parse_ints,
     parse_masks,
@@ -53,6 +42,8 @@ from simul.sweep import (
     table3_rows,
     table4_rows,
 )
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.lock import locked_run_dir
 
 TABLE3_COLUMNS = (
     ("comet", "COMET", ".3f"),
@@ -77,6 +68,7 @@ TABLE4_COLUMNS = (
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     @handle_errors
+    @with_scaling_options
     def sweep_command(
         beta: Annotated[
             str, typer.Option(help="SSBD biases, comma-separated.")
@@ -115,13 +107,7 @@ def register(app: typer.Typer) -> None:
         ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
-        shard: ShardOpt = None,
-        ray: RayOpt = None,
-        ray_workers: RayWorkersOpt = 2,
-        ray_shards: RayShardsOpt = None,
-        ray_cpus: RayCpusOpt = 1.0,
-        ray_gpus: RayGpusOpt = 0.0,
-        ray_retries: RayRetriesOpt = 2,
+        scale: Scaling = NO_SCALING,
     ) -> None:
         """Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams."""
         betas = parse_floats(beta, "--beta")
@@ -131,7 +117,6 @@ def register(app: typer.Typer) -> None:
         masks = parse_masks(mask)
         agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
         methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
-        scale = scaling(shard, ray, ray_workers, ray_shards, ray_cpus, ray_gpus, ray_retries)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods,

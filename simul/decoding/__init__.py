@@ -1,7 +1,7 @@
 """Decoding streams: the step records (records.py), the stream decoder with RT, SSBD and CD (stream.py),
 SSBD's acceptance rule (acceptance.py) and the draft helpers for --ending and --resync (drafts.py).
 
-What the viewer is shown lives in simul.display, the llama.cpp model in simul.backend.
+What the viewer is shown lives in simul.decoding.display, the llama.cpp model in simul.decoding.backend.
 """
 
 from simul.decoding.acceptance import accepts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simul.backend import Logits
+from simul.decoding.backend import Logits
 
 
 def accepts(row: Logits, token: int, beta: float) -> bool:

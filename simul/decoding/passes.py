@@ -1,8 +1,9 @@
 """The forward passes a decoder asks for, and how one decoder runs them on its own.
 
 Decoders are step machines (generators): they yield an :class:`Eval` for each forward pass they need and are
-sent its logits back. :func:`run_alone` performs the passes one at a time on one sequence; simul.scheduler
-performs the passes of many streams in one batch. The decoders cannot tell the difference.
+sent its logits back. :func:`run_alone` performs the passes one at a time on one sequence;
+simul.decoding.scheduler performs the passes of many streams in one batch. The decoders cannot tell the
+difference.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from simul.backend import Logits
-from simul.backend.sequence import KVSequence
+from simul.decoding.backend import Logits
+from simul.decoding.backend.sequence import KVSequence
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from simul.methods import Method
+from simul.request.methods import Method
 
 
 @dataclass

@@ -19,7 +19,7 @@ starts after it and includes the verification pass.
 The decoder is a step machine: ``stream_steps`` is a generator that yields each forward pass it needs
 (:class:`~simul.decoding.passes.Eval`) and receives its logits, so the same code runs alone
 (:func:`~simul.decoding.passes.run_alone`, one pass at a time) or batched with other streams
-(simul.scheduler). Truncations act on the stream's own sequence at once.
+(simul.decoding.scheduler). Truncations act on the stream's own sequence at once.
 """
 
 from __future__ import annotations
@@ -30,21 +30,21 @@ from typing import cast
 
 import numpy as np
 
-from simul import clock
-from simul.backend import ContextOverflowError, LlamaBackend, Logits
-from simul.backend.sequence import KVSequence
+from simul.common.errors import SimulError
+from simul.common.languages import get_language
+from simul.common.text import complete_prefix, decode_text
 from simul.decoding.acceptance import accepts
+from simul.decoding.backend import ContextOverflowError, LlamaBackend, Logits
+from simul.decoding.backend.sequence import KVSequence
+from simul.decoding.display.local_agreement import local_agreement
+from simul.decoding.display.mask import hide_last
 from simul.decoding.drafts import find_ngram, is_ending_piece
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
-from simul.display.local_agreement import local_agreement
-from simul.display.mask import hide_last
-from simul.errors import SimulError
-from simul.languages import get_language
-from simul.methods import Method
+from simul.machine import clock
+from simul.request.methods import Method
+from simul.request.templates import Prompt, Template
 from simul.streams.format import Stream
-from simul.templates import Prompt, Template
-from simul.text import complete_prefix, decode_text
 
 
 class StreamDecoder:

@@ -1,0 +1,3 @@
+"""Scoring: every metric of every method over decoded streams (scoring, compute), quality, latency, erasure,
+speed and acceptance, the units and tokenizers they count in, COMET, and the registry of metric names and
+directions (registry)."""

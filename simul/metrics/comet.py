@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError
+from simul.common.errors import SimulError
 
 DEFAULT_COMET_MODEL = "Unbabel/wmt22-comet-da"
 NO_COMET = ("none", "off", "")

@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from simul.common.languages import get_language
 from simul.decoding import StepRecord, StreamResult
-from simul.languages import get_language
-from simul.methods import Method
 from simul.metrics.acceptance import acceptance
 from simul.metrics.delays import stream_delays
 from simul.metrics.erasure import normalized_erasure, stream_erasure
@@ -21,6 +20,7 @@ from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
 from simul.metrics.speed import row_cost, speed, speedup
 from simul.metrics.tokenizers import get_tokenizer
 from simul.metrics.units import source_unit, target_unit
+from simul.request.methods import Method
 from simul.streams.format import Stream
 
 # What a run lacks when its outputs came from another system (``simul ingest``), and the figures that need

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simul.common.languages import get_language
 from simul.decoding import StreamResult
-from simul.languages import get_language
 from simul.metrics.latency import (
     Lagging,
     cumulative_ms,

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from simul.errors import SimulError
-from simul.languages import get_language
+from simul.common.errors import SimulError
+from simul.common.languages import get_language
 
 
 @dataclass(frozen=True)

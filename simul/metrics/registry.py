@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simul.errors import UsageError
+from simul.common.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from simul.errors import SimulError, UsageError
-from simul.languages import get_language
+from simul.common.errors import SimulError, UsageError
+from simul.common.languages import get_language
 
 Tokenize = Callable[[str], list[str]]
 

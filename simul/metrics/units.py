@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from simul.errors import SimulError
-from simul.languages import get_language
+from simul.common.errors import SimulError
+from simul.common.languages import get_language
 
 TargetUnit = Literal["word", "char"]
 TARGET_UNITS: tuple[TargetUnit, ...] = ("word", "char")

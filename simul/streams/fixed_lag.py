@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from simul.errors import SimulError
-from simul.languages import Language
-from simul.limits import check_source, check_steps
+from simul.common.errors import SimulError
+from simul.common.languages import Language
+from simul.common.limits import check_source, check_steps
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
 

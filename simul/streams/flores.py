@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from simul.errors import SimulError
-from simul.languages import Language, get_language
-from simul.limits import check_text_lines
-from simul.paths import fixtures_dir
+from simul.common.errors import SimulError
+from simul.common.languages import Language, get_language
+from simul.common.limits import check_text_lines
+from simul.common.paths import fixtures_dir
 from simul.streams.fixed_lag import AlignedLine, check_selection, lag_streams
 from simul.streams.format import Stream
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError
-from simul.files import atomic_file, check_writable_file, os_error_message
-from simul.languages import get_language
-from simul.limits import as_float, check_source, check_steps, loads, nonblank_lines
+from simul.common.errors import SimulError
+from simul.common.files import atomic_file, check_writable_file, os_error_message
+from simul.common.languages import get_language
+from simul.common.limits import as_float, check_source, check_steps, loads, nonblank_lines
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
@@ -257,7 +257,7 @@ def read_streams(path: Path, limit: int | None = None) -> list[Stream]:
 
 
 def check_limits(stream: Stream) -> None:
-    """Refuse to write a stream that the reader would refuse (simul.limits: steps, source length)."""
+    """Refuse to write a stream that the reader would refuse (simul.common.limits: steps, source length)."""
     where = f"refusing to write stream {stream.id!r}"
     check_steps(len(stream.steps), where)
     for index, step in enumerate(stream.steps):
@@ -272,7 +272,7 @@ def write_streams(path: Path, streams: Iterable[Stream]) -> int:
     """Write streams atomically (a temporary file renamed into place); returns how many were written.
 
     Also when the streams come from a generator that fails half-way, or the disk fills up, no half-written
-    or temporary file stays (see :func:`simul.files.atomic_file`)."""
+    or temporary file stays (see :func:`simul.common.files.atomic_file`)."""
     check_writable_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError, UsageError
-from simul.limits import check_text_lines
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import check_text_lines
 from simul.streams.fixed_lag import AlignedLine
 
 TEXT_FORMATS = ("lines", "tsv", "jsonl")
@@ -107,26 +108,27 @@ def _read_aligned(source: Path, references: list[Path]) -> ParallelText:
     sources = read_text_lines(source)
     if not sources:
         raise SimulError(f"{source} is empty; it needs one source segment per line")
-    columns: list[list[str]] = []
-    for ref in references:
-        ref_lines = read_text_lines(ref)
-        if len(ref_lines) != len(sources):
-            which = "fewer" if len(ref_lines) < len(sources) else "more"
-            raise SimulError(
-                f"{ref} has {len(ref_lines)} lines but {source} has {len(sources)} ({which} in the "
-                "reference); "
-                "source and reference files must be line-aligned: one segment per line, same order"
-            )
-        columns.append(ref_lines)
-    lines = line_aligned(source, sources, references, columns)
+    advice = "source and reference files must be line-aligned: one segment per line, same order"
+    lines = line_aligned(source, sources, references, advice, which=True)
     return ParallelText(lines, "lines", source, list(references), len(references))
 
 
 def line_aligned(
-    source: Path, sources: list[str], references: list[Path], columns: list[list[str]]
+    source: Path, sources: list[str], references: Sequence[Path], advice: str, which: bool = False
 ) -> list[AlignedLine]:
-    """One segment per source line, with the same line of every reference file (the caller checked that
-    the files have as many lines)."""
+    """One segment per source line, with the same line of every reference file. A reference file with
+    another number of lines is refused, with ``advice`` (and with ``which``: whether it has fewer or
+    more)."""
+    columns: list[list[str]] = []
+    for ref in references:
+        ref_lines = read_text_lines(ref)
+        if len(ref_lines) != len(sources):
+            more = "fewer" if len(ref_lines) < len(sources) else "more"
+            detail = f" ({more} in the reference)" if which else ""
+            raise SimulError(
+                f"{ref} has {len(ref_lines)} lines but {source} has {len(sources)}{detail}; {advice}"
+            )
+        columns.append(ref_lines)
     return [
         AlignedLine(
             line=index + 1,

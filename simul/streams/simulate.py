@@ -29,11 +29,11 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from simul.errors import SimulError, UsageError
-from simul.limits import MAX_AUDIO_SECONDS
-from simul.streams.acl6060 import Segment, read_utf8_lines, talk_file_pairs
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import MAX_AUDIO_SECONDS
 from simul.streams.format import Step, Stream
 from simul.streams.partials import normalize_word, parse_number
+from simul.streams.segments import Segment, read_utf8_lines, talk_file_pairs
 
 DEFAULT_INTERVAL_MS = 500.0
 _INNER_MARKS = "'-’"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simul.languages import get_language
+from simul.common.languages import get_language
 from simul.metrics.erasure import common_prefix_length
 from simul.streams.format import Stream
 

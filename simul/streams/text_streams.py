@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simul.errors import UsageError
-from simul.languages import get_language
+from simul.common.errors import UsageError
+from simul.common.languages import get_language
 from simul.streams.fixed_lag import UNITS, LagImport, check_selection, default_unit, lag_streams
 from simul.streams.parallel_text import read_parallel_text
 from simul.streams.testsets import testset_lines

@@ -3,7 +3,7 @@
 The properties every reader must keep, whatever the input:
 
 * the command ends with one of its documented exit codes, never with an exception (a traceback);
-* nothing it prints can drive the terminal (no control characters, no bidi overrides: simul.safe_text);
+* nothing it prints can drive the terminal (no control characters, no bidi overrides: simul.common.safe_text);
 * an error says which file is wrong (and the line, where the checks ask for it);
 * an error leaves no output file and no temporary file behind.
 """
@@ -25,7 +25,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.safe_text import has_unsafe
+from simul.common.safe_text import has_unsafe
 
 # Built once: typer's CliRunner.invoke rebuilds the click command on every call (about 0.15 s).
 _COMMAND = typer.main.get_command(app)

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simul.paths import fixtures_dir
+from simul.common.paths import fixtures_dir
 from simul.streams.format import read_streams, write_streams
 from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import call, check, leftovers

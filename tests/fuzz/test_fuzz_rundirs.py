@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simul.rundir import PER_STREAM_FILE, RUN_FILE, STEPS_FILE, STREAMS_FILE, TIMINGS_FILE
-from simul.safe_text import has_unsafe
+from simul.common.safe_text import has_unsafe
+from simul.runs.directory import PER_STREAM_FILE, RUN_FILE, STEPS_FILE, STREAMS_FILE, TIMINGS_FILE
 from simul.streams.format import write_streams
 from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import check, invoke, leftovers

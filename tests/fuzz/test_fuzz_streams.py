@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simul.paths import fixtures_dir
+from simul.common.paths import fixtures_dir
 from simul.streams.format import Step, Stream, read_streams, write_streams
 from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import check, invoke, leftovers

@@ -1,0 +1,34 @@
+"""`simul streams`: build stream files (FLORES, ACL 60/60, recognizer output) and look inside them.
+
+The commands live by what they read: written text (text.py: flores, text), speech (speech.py: acl6060, asr)
+and an existing stream file (stream_file.py: stats, show, export); common.py holds the options and output
+helpers they share.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from simul.cli.streams_cmd import speech, stream_file, text
+
+streams_app = typer.Typer(
+    name="streams",
+    help="Build stream files (FLORES, ACL 60/60, recognizer partials) and inspect them.",
+    no_args_is_help=True,
+)
+
+# in the order `simul streams --help` lists them
+for _name, _command in (
+    ("flores", text.flores_command),
+    ("text", text.text_command),
+    ("acl6060", speech.acl6060_command),
+    ("asr", speech.asr_command),
+    ("stats", stream_file.stats_command),
+    ("show", stream_file.show_command),
+    ("export", stream_file.export_command),
+):
+    streams_app.command(_name)(_command)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(streams_app, name="streams")

@@ -1,0 +1,128 @@
+"""`simul streams flores` and `simul streams text`: fixed-lag streams from written text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simul.cli.common import err_console, handle_errors, print_json
+from simul.cli.streams_cmd.common import (
+    JsonOption,
+    LimitOption,
+    OutputOption,
+    StartOption,
+    summary_line,
+    warn,
+    write_output,
+)
+from simul.common.languages import get_language
+from simul.streams.flores import flores_streams
+from simul.streams.text_streams import TextRequest, text_streams
+
+
+@handle_errors
+def flores_command(
+    output: OutputOption,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="FLORES-200 or FLORES+ folder. Default: the shipped 50-sentence devtest sample."),
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split: devtest or dev (any split on disk).")] = "devtest",
+    src: Annotated[str, typer.Option(help="Source language (FLORES code or short code).")] = "eng_Latn",
+    tgt: Annotated[str, typer.Option(help="Target language (FLORES code or short code).")] = "deu_Latn",
+    lag: Annotated[int, typer.Option(help="Words (characters for zh/ja) revealed per step.")] = 3,
+    start: StartOption = 1,
+    limit: LimitOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fixed word-lag streams over FLORES: step t reveals the first t*lag words of each sentence."""
+    streams = list(flores_streams(data_dir, split, src, tgt, lag, start=start, limit=limit))
+    count = write_output(output, streams)
+    pair = f"{get_language(src).short}->{get_language(tgt).short}"
+    summary_line(count, output, 0, f"flores200 {split} {pair}, lag {lag}")
+    if as_json:
+        print_json({"output": str(output), "streams": count, "unaligned_partials": 0, "lag": lag})
+
+
+@handle_errors
+def text_command(
+    output: OutputOption,
+    src_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--src",
+            help="Source file: one segment per line, or a TSV/JSONL file holding references too (--format).",
+        ),
+    ] = None,
+    ref: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--ref", help="Reference file, line-aligned with --src (repeatable: several references)."
+        ),
+    ] = None,
+    src_lang: Annotated[str | None, typer.Option(help="Source language (short or FLORES code).")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(help="Target language (short or FLORES code).")] = None,
+    text_format: Annotated[
+        str | None,
+        typer.Option("--format", help="lines, tsv or jsonl (default: from the suffix of --src; else lines)."),
+    ] = None,
+    testset: Annotated[
+        str | None,
+        typer.Option(help="A sacrebleu test set (e.g. wmt22), read through sacrebleu's cache ($SACREBLEU)."),
+    ] = None,
+    langpair: Annotated[str | None, typer.Option(help="Language pair of --testset, e.g. en-de.")] = None,
+    lag: Annotated[int, typer.Option(help="Units revealed per step.")] = 3,
+    unit: Annotated[
+        str | None, typer.Option(help="word or char (default: char for zh/ja/th sources, else word).")
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="Data set name for ids <name>-<line> (default: --src up to its first dot, or --testset)."
+        ),
+    ] = None,
+    skip_empty: Annotated[
+        bool,
+        typer.Option(
+            "--skip-empty",
+            help="Leave out lines with an empty source or reference (counted) instead of failing.",
+        ),
+    ] = False,
+    start: StartOption = 1,
+    limit: LimitOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fixed-lag streams from parallel text (line-aligned files, TSV, JSONL) or a sacrebleu test set."""
+    request = TextRequest(
+        source=src_file,
+        references=list(ref or []),
+        text_format=text_format,
+        src=src_lang,
+        tgt=tgt_lang,
+        testset=testset,
+        langpair=langpair,
+        lag=lag,
+        unit=unit,
+        name=name,
+        start=start,
+        limit=limit,
+        skip_empty=skip_empty,
+    )
+    imported = text_streams(request)
+    for reason, lines in imported.built.skipped.items():
+        shown = ", ".join(str(x) for x in lines[:20]) + (", ..." if len(lines) > 20 else "")
+        warn(f"skipped {len(lines)} line(s) with an {reason} (--skip-empty): lines {shown}", label="note")
+    count = write_output(output, imported.built.streams)
+    refs = imported.references_per_stream
+    err_console.print(
+        f"wrote {count} streams to {output} ({imported.name} {imported.src}->{imported.tgt}, "
+        f"{refs} reference{'' if refs == 1 else 's'} per stream, lag {lag} {imported.unit}s); "
+        f"{imported.built.skipped_count} line{'' if imported.built.skipped_count == 1 else 's'} skipped",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
+    if as_json:
+        print_json({"output": str(output), **imported.summary()})

@@ -1,0 +1,323 @@
+"""How much CPU the process got while each method decoded, to tell when its timings are unreliable.
+
+Per method, summed over its decode calls (methods are interleaved stream by stream, so the sums cover the
+whole run):
+
+    wall       wall-clock seconds inside the calls
+    cpu        CPU seconds of the whole process (all threads, ``time.process_time``) in the calls
+    runqueue   seconds the process's threads were runnable but waiting for a CPU: the second field of
+               Linux's /proc/self/task/*/schedstat (absent where the kernel does not keep it)
+    load1      the 1-minute load average at the start and end of each call (mean and maximum)
+
+(wall and cpu through simul.machine.clock, which leaves out the turns of other evaluations of the same process
+when several take turns, as in `simul bench --parallel`; the run queue wait stays the whole process's)
+
+and from them
+
+    cpu_per_wall = cpu / wall                 cores the process used on average
+    cpu_share    = cpu / (cpu + runqueue)     the share of the CPU time it asked for that it got
+
+Speed figures (TPS, speedup, c, p50/p95, ...) measured while the process got clearly less CPU than it asked
+for measure the machine's other jobs as much as the method, so they are marked *unreliable* when
+
+    cpu_share < MIN_SHARE                     (when the run queue wait is known), otherwise
+    cpu_per_wall < MIN_SHARE * threads
+
+The run queue test comes first because CPU/wall also depends on the OpenMP wait policy: with the passive
+policy (simul's default) threads sleep at barriers and during the single-threaded Python part of an update,
+so even on an idle machine a process may use fewer cores than it has threads; a thread that sleeps asks for
+nothing, while one waiting in the run queue is refused. CPU/wall is kept in the record either way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simul.machine import clock
+from simul.machine.calibration import MAX_SLOWDOWN, PassCosts, run_slowdown
+from simul.metrics.registry import METRICS
+from simul.request.methods import Method
+
+MIN_SHARE = 0.8
+TASKS = Path("/proc/self/task")
+
+
+def runqueue_seconds(tasks: Path = TASKS) -> dict[int, float] | None:
+    """Per thread of this process: seconds spent runnable but waiting for a CPU; None when unknown."""
+    out: dict[int, float] = {}
+    try:
+        names = os.listdir(tasks)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            fields = (tasks / name / "schedstat").read_text().split()
+        except OSError:
+            continue  # the thread has just exited
+        if len(fields) < 2:
+            return None
+        out[int(name)] = int(fields[1]) / 1e9
+    return out if out else None
+
+
+def load1() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not available on this platform
+        return None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    wall: float
+    cpu: float
+    runqueue: dict[int, float] | None
+    load1: float | None
+
+
+@dataclass
+class Usage:
+    """Sums over a method's decode calls."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+    runqueue: float | None = 0.0  # None once any call could not measure it
+    load_sum: float = 0.0
+    load_max: float | None = None
+    load_samples: int = 0
+    calls: int = 0
+
+    def add(self, start: Snapshot, end: Snapshot) -> None:
+        self.calls += 1
+        self.wall += end.wall - start.wall
+        self.cpu += end.cpu - start.cpu
+        if self.runqueue is not None and start.runqueue is not None and end.runqueue is not None:
+            # Threads born during the call count from zero; threads that ended take their wait with them.
+            self.runqueue += sum(
+                max(0.0, wait - start.runqueue.get(tid, 0.0)) for tid, wait in end.runqueue.items()
+            )
+        else:
+            self.runqueue = None
+        for load in (start.load1, end.load1):
+            if load is not None:
+                self.load_sum += load
+                self.load_samples += 1
+                self.load_max = load if self.load_max is None else max(self.load_max, load)
+
+    def to_json(self, threads: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "calls": self.calls,
+            "wall_seconds": round(self.wall, 3),
+            "cpu_seconds": round(self.cpu, 3),
+            "runqueue_seconds": None if self.runqueue is None else round(self.runqueue, 3),
+            "load1_mean": round(self.load_sum / self.load_samples, 2) if self.load_samples else None,
+            "load1_max": None if self.load_max is None else round(self.load_max, 2),
+        }
+        out.update(judge(self.wall, self.cpu, self.runqueue, threads).to_json())
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        """The sums back from run.json (to continue them when a run is resumed)."""
+        samples = 2 * int(data.get("calls", 0))
+        mean = data.get("load1_mean")
+        runqueue = data.get("runqueue_seconds")
+        return cls(
+            wall=float(data.get("wall_seconds", 0.0)),
+            cpu=float(data.get("cpu_seconds", 0.0)),
+            runqueue=None if runqueue is None else float(runqueue),
+            load_sum=float(mean) * samples if mean is not None else 0.0,
+            load_max=data.get("load1_max"),
+            load_samples=samples if mean is not None else 0,
+            calls=int(data.get("calls", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reliable: bool
+    basis: str  # "runqueue", "cpu_per_wall" or "none" (nothing measured)
+    cpu_per_wall: float | None
+    cpu_share: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reliable": self.reliable,
+            "basis": self.basis,
+            "cpu_per_wall": None if self.cpu_per_wall is None else round(self.cpu_per_wall, 3),
+            "cpu_share": None if self.cpu_share is None else round(self.cpu_share, 3),
+        }
+
+
+def judge(wall: float, cpu: float, runqueue: float | None, threads: int) -> Verdict:
+    """The rule of this module's docstring."""
+    per_wall = cpu / wall if wall > 0 else None
+    share = cpu / (cpu + runqueue) if runqueue is not None and cpu + runqueue > 0 else None
+    if share is not None:
+        return Verdict(share >= MIN_SHARE, "runqueue", per_wall, share)
+    if per_wall is not None:
+        return Verdict(per_wall >= MIN_SHARE * threads, "cpu_per_wall", per_wall, None)
+    return Verdict(True, "none", None, None)
+
+
+class CpuMeter:
+    """Accumulates :class:`Usage` per method key around each decode call."""
+
+    def __init__(
+        self,
+        threads: int,
+        runqueue: Callable[[], dict[int, float] | None] = runqueue_seconds,
+        loadavg: Callable[[], float | None] = load1,
+    ) -> None:
+        self.threads = threads
+        self.usage: dict[str, Usage] = {}
+        self._runqueue = runqueue
+        self._loadavg = loadavg
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(clock.wall(), clock.cpu(), self._runqueue(), self._loadavg())
+
+    @contextmanager
+    def measure(self, key: str) -> Iterator[None]:
+        start = self.snapshot()
+        try:
+            yield
+        finally:
+            self.usage.setdefault(key, Usage()).add(start, self.snapshot())
+
+    def resume(self, recorded: Mapping[str, Any] | None) -> None:
+        """Continue the sums a previous process recorded for the same run."""
+        for key, data in ((recorded or {}).get("methods") or {}).items():
+            self.usage[key] = Usage.from_json(data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "threads": self.threads,
+            "min_share": MIN_SHARE,
+            "methods": {key: usage.to_json(self.threads) for key, usage in sorted(self.usage.items())},
+        }
+
+
+# -- reading the record back: which speed figures to mark ---------------------------------------------------
+
+# Figures relative to RT's speed in the same run: unreliable when RT's timing is.
+RELATIVE_TO_RT = ("speedup", "speedup_e2e", "efficiency")
+MARK = "!"
+
+
+def describe(record: Mapping[str, Any], threads: int | None = None) -> str:
+    """The measured ratio in words: ``got 43% of the CPU time it asked for, CPU/wall 0.86, load 5.2``."""
+    try:
+        return _describe(record, threads)
+    except (TypeError, ValueError):  # a hand-edited or damaged run.json
+        return "unreadable CPU record"
+
+
+def _describe(record: Mapping[str, Any], threads: int | None) -> str:
+    parts = []
+    if record.get("basis") == "runqueue" and record.get("cpu_share") is not None:
+        parts.append(f"got {100 * record['cpu_share']:.0f}% of the CPU time it asked for")
+    if record.get("cpu_per_wall") is not None:
+        per_wall = f"CPU/wall {record['cpu_per_wall']:.2f}"
+        parts.append(per_wall + (f" for {threads} thread{'s' if threads != 1 else ''}" if threads else ""))
+    if record.get("load1_mean") is not None:
+        parts.append(f"load {record['load1_mean']:.1f}")
+    return ", ".join(parts) if parts else "no CPU measurement"
+
+
+@dataclass(frozen=True)
+class TimingNotes:
+    """Which methods of a run had unreliable timings, and why; read from run.json."""
+
+    unreliable: dict[str, str]  # method key -> the measured ratio in words
+    labels: dict[str, str]  # method key -> label
+    rt_key: str | None  # the RT method the speedups are relative to
+
+    @classmethod
+    def from_run(cls, run: Mapping[str, Any]) -> TimingNotes:
+        environment = run.get("environment")
+        usage = environment.get("cpu_usage") if isinstance(environment, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        threads = usage.get("threads")
+        records = usage.get("methods")
+        unreliable = {
+            key: describe(record, threads)
+            for key, record in (records.items() if isinstance(records, dict) else ())
+            if isinstance(record, dict) and record.get("reliable") is False
+        }
+        methods = [Method.from_json(m) for m in (run.get("config") or {}).get("methods", [])]
+        # As in metrics.compute: the speedups are relative to RT without mask-k, else to any RT.
+        rts = [m for m in methods if m.name == "rt"]
+        rt = next((m for m in rts if not m.mask_k), rts[0] if rts else None)
+        costs = environment.get("pass_costs") if isinstance(environment, dict) else None
+        overhead = pass_cost_reasons(costs, run.get("methods"), [m.key for m in methods])
+        for key, why in overhead.items():
+            unreliable[key] = f"{unreliable[key]}; {why}" if key in unreliable else why
+        return cls(unreliable, {m.key: m.label for m in methods}, rt.key if rt else None)
+
+    def marks(self, method_key: str) -> set[str]:
+        """The metrics of one method to mark: every timing figure when the method's own timing is
+        unreliable, and the figures relative to RT when RT's is."""
+        names = {name for name, info in METRICS.items() if info.timing}
+        if method_key == self.rt_key:  # RT's own speedup is 1 by definition
+            names -= set(RELATIVE_TO_RT)
+        if method_key in self.unreliable:
+            return names
+        if self.rt_key is not None and self.rt_key in self.unreliable:
+            return names & set(RELATIVE_TO_RT)
+        return set()
+
+    def reason(self, method_key: str, metric: str) -> str | None:
+        """Why ``metric`` of a method is unreliable (with the measured ratio), or None when it is not."""
+        if metric not in self.marks(method_key):
+            return None
+        if method_key in self.unreliable:
+            return self.unreliable[method_key]
+        rt = self.rt_key or ""
+        return f"{self.labels.get(rt, rt)} (the baseline) {self.unreliable.get(rt, '')}"
+
+    def note(self) -> str | None:
+        """One line for a table's caption, or None when every timing was reliable."""
+        if not self.unreliable:
+            return None
+        each = "; ".join(f"{self.labels.get(k, k)} {why}" for k, why in sorted(self.unreliable.items()))
+        return (
+            f"{MARK} speed figures unreliable: the process got less than {100 * MIN_SHARE:.0f}% of the CPU "
+            "time it asked for (other jobs were running), or its forward passes cost more than the "
+            f"machine's calibrated ones: {each}"
+        )
+
+
+def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, str]:
+    """Methods whose timings the calibration (simul.machine.calibration, run.json's
+    environment.pass_costs) makes unreliable, and why: every method when the machine's per-pass overhead
+    was out of line (threads gaining too little over one thread); a method whose mean one-token pass in the
+    run was more than MAX_SLOWDOWN times the calibrated one (the machine got slower during the run)."""
+    calibrated = PassCosts.from_json(costs) if isinstance(costs, dict) else None
+    if calibrated is None:
+        return {}
+    out: dict[str, str] = {}
+    problem = calibrated.problem()
+    if problem:
+        out = {key: problem for key in keys}
+    for method in methods if isinstance(methods, list) else ():
+        counts = method.get("counts") if isinstance(method, dict) else None
+        if not isinstance(counts, dict) or not isinstance(method.get("key"), str):
+            continue
+        try:
+            ratio = run_slowdown(calibrated, float(counts["decode_seconds"]), int(counts["decode_passes"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if ratio is not None and ratio > MAX_SLOWDOWN:
+            why = (
+                f"one-token passes took {ratio:.2f}x the {calibrated.one_token_ms:.1f} ms calibrated before "
+                "the run"
+            )
+            key = method["key"]
+            out[key] = f"{out[key]}; {why}" if key in out else why
+    return out

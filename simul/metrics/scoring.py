@@ -1,0 +1,90 @@
+"""Score a set of decoded streams: every metric of every method, COMET included when available.
+
+Used by `simul eval` at the end of a run and by `simul score` on a run directory, so both give the same
+numbers from the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from simul.decoding import StreamResult
+from simul.metrics.comet import CometScorer
+from simul.metrics.compute import MethodReport, reports_for
+from simul.metrics.registry import METRICS
+from simul.request.methods import Method
+from simul.streams.format import Stream
+
+
+@dataclass
+class Scored:
+    reports: list[MethodReport]
+    signatures: dict[str, Any]
+    comet: dict[str, Any] = field(default_factory=dict)
+
+    def methods_json(self) -> list[dict[str, Any]]:
+        return [
+            {
+                **r.method.to_json(),
+                "key": r.method.key,
+                "label": r.method.label,
+                "metrics": r.metrics,
+                "counts": {k: v for k, v in r.extra.items() if k not in ("signatures",)},
+            }
+            for r in self.reports
+        ]
+
+    def per_stream_rows(self) -> list[dict[str, Any]]:
+        return [{"method": r.method.key, **row} for r in self.reports for row in r.per_stream]
+
+
+def not_available(run: Mapping[str, Any]) -> frozenset[str]:
+    """What a run's records lack (set by `simul ingest` in ``config.ingest.not_available``)."""
+    ingest = run.get("config", {}).get("ingest") or {}
+    return frozenset(str(x) for x in ingest.get("not_available", ()))
+
+
+def higher_is_better() -> dict[str, bool]:
+    return {name: info.higher_is_better for name, info in METRICS.items()}
+
+
+def score(
+    methods: Sequence[Method],
+    results: Mapping[str, list[StreamResult]],
+    streams: Mapping[str, Stream],
+    ne_tokenizer: str,
+    comet: CometScorer | None,
+    comet_reason: str | None,
+    missing: frozenset[str] = frozenset(),
+) -> Scored:
+    reports = reports_for(methods, results, streams, ne_tokenizer, missing)
+    signatures: dict[str, Any] = {"ne_tokenizer": ne_tokenizer}
+    for report in reports:
+        for name, sig in report.extra.get("signatures", {}).items():
+            signatures.setdefault(name, sig)
+    comet_info: dict[str, Any] = {"available": comet is not None, "reason": comet_reason}
+    if comet is not None:
+        for report in reports:
+            rs = results[report.method.key]
+            with_refs = [r for r in rs if streams[r.stream_id].reference is not None]
+            if not with_refs:
+                continue
+            scores = comet.score(
+                [streams[r.stream_id].final_source for r in with_refs],
+                [r.final_output for r in with_refs],
+                [streams[r.stream_id].reference or "" for r in with_refs],
+            )
+            report.metrics["comet"] = round(scores.system, 4)
+            seg = {r.stream_id: s for r, s in zip(with_refs, scores.segments, strict=True)}
+            for row in report.per_stream:
+                value = seg.get(row["stream"])
+                row["comet"] = None if value is None else round(value, 4)
+            signatures["comet"] = scores.signature
+        comet_info.update({"model": comet.model, "version": comet.version, "batch_size": comet.batch_size})
+    else:
+        for report in reports:
+            for row in report.per_stream:
+                row["comet"] = None
+    return Scored(reports=reports, signatures=signatures, comet=comet_info)

@@ -1,0 +1,3 @@
+"""What is made of scored runs for people and other tools: the result tables (tables), the comparison of two
+runs (compare), a stream step by step (show), the agreement of batched and one-at-a-time runs (agreement),
+and the export for the field's own scorers (export)."""

@@ -1,0 +1,518 @@
+"""Compare two runs: every metric with its delta and direction, thresholds for CI, and paired statistics.
+
+A change is a *regression* when a metric moves the wrong way by more than its threshold (``--max-drop`` for
+metrics where higher is better, ``--max-increase`` where lower is better). For chrF, BLEU and COMET a paired
+bootstrap over streams (Koehn, 2004, "Statistical Significance Tests for Machine Translation Evaluation")
+tells whether the change is beyond noise: streams are resampled with replacement, both runs are scored on
+each resample, and p is the share of resamples in which the difference does not have the observed sign.
+A threshold crossed with p >= alpha is reported as *within noise*; it still counts as a regression (the
+threshold decides), unless the caller allows noise (``simul diff --allow-noise``), which then lets it pass.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import binary_lines, parse_json
+from simul.machine.cpu_usage import TimingNotes
+from simul.metrics.registry import METRICS, metric_info
+from simul.runs.directory import (
+    PER_STREAM_FILE,
+    STATUS_COMPLETE,
+    LoadedRun,
+    load_run,
+    load_run_json,
+    refuse_if_written,
+)
+from simul.runs.schema import check_per_stream_row
+from simul.streams.references import describe_references
+
+# Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
+# no default because they differ between machines and loads: opt in with e.g. --max-drop speedup=0.05.
+DEFAULT_MAX_DROP = {"comet": 0.005, "chrf": 0.5, "bleu": 1.0}
+DEFAULT_MAX_INCREASE = {"ne": 0.05, "ne_display": 0.05}
+BOOTSTRAP_METRICS = ("chrf", "bleu", "comet")
+
+
+@dataclass
+class Side:
+    path: Path
+    run: dict[str, Any]
+    loaded: LoadedRun | None  # None when only run.json is available
+    per_stream: dict[tuple[str, str], dict[str, Any]]  # (method key, stream id) -> row
+
+
+def load_side(path: Path) -> Side:
+    directory = path if path.is_dir() else path.parent
+    if directory.is_dir():
+        refuse_if_written(directory)
+    run = load_run_json(path)
+    if run.get("status") != STATUS_COMPLETE:
+        raise SimulError(f"{path} is not a complete run (status: {run.get('status')}); finish it first")
+    if "methods" not in run:
+        raise SimulError(f"{path} has no metrics; score it with `simul score {directory} --update`")
+    loaded = None
+    if (directory / "steps.jsonl").exists() and (directory / "streams.jsonl").exists():
+        loaded = load_run(directory)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    per_stream_path = directory / PER_STREAM_FILE
+    if per_stream_path.exists():
+        with per_stream_path.open("rb") as handle:
+            for number, raw in binary_lines(handle, per_stream_path):
+                try:
+                    row = parse_json(raw.decode("utf-8"), allow_constants=True)
+                    check_per_stream_row(row)
+                except ValueError as exc:
+                    raise SimulError(f"{per_stream_path}:{number}: unreadable row ({exc})") from None
+                rows[(row["method"], row["stream"])] = row
+    return Side(path=path, run=run, loaded=loaded, per_stream=rows)
+
+
+def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Why two runs cannot be compared honestly (different streams, signatures or tokenizers)."""
+    reasons = []
+    b_streams, n_streams = base["config"]["streams"], new["config"]["streams"]
+    if b_streams.get("evaluated_sha256") != n_streams.get("evaluated_sha256"):
+        reasons.append(
+            f"different streams ({b_streams.get('count')} from {Path(b_streams.get('path', '?')).name} vs "
+            f"{n_streams.get('count')} from {Path(n_streams.get('path', '?')).name})"
+        )
+    b_refs, n_refs = b_streams.get("references"), n_streams.get("references")
+    if b_refs and n_refs and b_refs.get("sha256") != n_refs.get("sha256"):
+        reasons.append(
+            f"different reference sets ({describe_references(b_refs)} vs {describe_references(n_refs)}, "
+            "or other reference texts)"
+        )
+    b_sig, n_sig = base.get("signatures", {}), new.get("signatures", {})
+    for key in ("ne_tokenizer", "bleu", "chrf"):
+        if b_sig.get(key) != n_sig.get(key):
+            reasons.append(f"different {key} signature ({b_sig.get(key)} vs {n_sig.get(key)})")
+    if b_sig.get("comet") and n_sig.get("comet") and b_sig["comet"] != n_sig["comet"]:
+        reasons.append(f"different COMET signature ({b_sig['comet']} vs {n_sig['comet']})")
+    return reasons
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def hardware_summary(run: Mapping[str, Any]) -> str:
+    """Where a run decoded: its devices (as llama.cpp reports them), GPU layers, threads and parallelism."""
+    # "environment" is a record of where the run was made, not checked when a run is read: take what has
+    # the expected shape and ignore the rest.
+    env = _mapping(run.get("environment"))
+    config = _mapping(run.get("config"))
+    hardware = _mapping(env.get("hardware"))
+    listed = hardware.get("devices")
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    if devices:
+        names = "; ".join(f"{d.get('name')} {d.get('description')}".strip() for d in devices)
+    else:
+        names = f"CPU {env.get('cpu', '?')}"
+    layers = hardware.get("offloaded_layers", 0)
+    return (
+        f"{names}, {layers} layers offloaded, {env.get('threads', '?')} threads, "
+        f"parallel {config.get('parallel', 1)}"
+    )
+
+
+def hardware_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """A description of both sides when the hardware or the batching differ, else None."""
+    b, n = hardware_summary(base), hardware_summary(new)
+    return None if b == n else f"base: {b}; new: {n}"
+
+
+def wait_policy_summary(run: Mapping[str, Any]) -> str:
+    """How llama.cpp's CPU threads waited (simul.machine.openmp): OpenMP policy, spin count and runtime."""
+    omp = _mapping(_mapping(run.get("environment")).get("openmp"))
+    if not omp:
+        return "not recorded"
+    policy = omp.get("wait_policy", "?")
+    spin = omp.get("gomp_spincount")
+    runtimes = omp.get("runtimes")
+    names = ", ".join(str(r) for r in runtimes) if isinstance(runtimes, list) and runtimes else "no OpenMP"
+    return f"{policy}" + (f", GOMP_SPINCOUNT={spin}" if spin else "") + f" ({names})"
+
+
+def wait_policy_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Both sides' wait policies when they differ, else None (speed figures depend on it: issue 23)."""
+    b, n = wait_policy_summary(base), wait_policy_summary(new)
+    return None if b == n else f"base: {b}; new: {n}"
+
+
+def pair_methods(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Methods with the same key are paired; if one method is left on each side, those two are paired too
+    (so SSBD with beta 0.2 can be compared with SSBD with beta 0.5)."""
+    new_by_key = {m["key"]: m for m in new}
+    pairs = [(m, new_by_key[m["key"]]) for m in base if m["key"] in new_by_key]
+    left_base = [m for m in base if m["key"] not in new_by_key]
+    base_keys = {m["key"] for m in base}
+    left_new = [m for m in new if m["key"] not in base_keys]
+    if len(left_base) == 1 and len(left_new) == 1:
+        pairs.append((left_base[0], left_new[0]))
+    if not pairs:
+        raise SimulError(
+            "the runs share no method: base has "
+            + ", ".join(m["key"] for m in base)
+            + "; new has "
+            + ", ".join(m["key"] for m in new)
+        )
+    return pairs
+
+
+def parse_thresholds(items: Sequence[str], option: str) -> dict[str, float | None]:
+    """``metric=value`` pairs; ``value`` may be ``none`` to switch a default off."""
+    out: dict[str, float | None] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"{option} takes metric=value, e.g. {option} chrf=0.5; got {item!r}")
+        info = metric_info(name.strip())
+        wants_higher = option == "--max-drop"
+        if info.higher_is_better != wants_higher:
+            other = "--max-increase" if wants_higher else "--max-drop"
+            raise UsageError(
+                f"{info.name} is {'higher' if info.higher_is_better else 'lower'}-is-better; use {other}"
+            )
+        if value.strip().lower() in ("none", "off"):
+            out[info.name] = None
+            continue
+        try:
+            out[info.name] = float(value)
+        except ValueError:
+            raise UsageError(f"{option} {item!r}: {value!r} is not a number") from None
+        if out[info.name] is not None and (out[info.name] or 0.0) < 0:
+            raise UsageError(f"{option} {item!r}: thresholds are amounts of change and must be >= 0")
+    return out
+
+
+@dataclass
+class Bootstrap:
+    delta: float
+    ci_low: float
+    ci_high: float
+    p: float
+    samples: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+
+
+def paired_bootstrap(
+    n_items: int,
+    score: Callable[[Sequence[int]], tuple[float, float]],
+    samples: int = 1000,
+    seed: int = 12345,
+) -> Bootstrap:
+    """Paired bootstrap: ``score(indices)`` returns (base, new) scores on a resample of the items."""
+    rng = random.Random(seed)
+    base_all, new_all = score(range(n_items))
+    observed = new_all - base_all
+    deltas = []
+    for _ in range(samples):
+        picks = [rng.randrange(n_items) for _ in range(n_items)]
+        b, n = score(picks)
+        deltas.append(n - b)
+    deltas.sort()
+    if observed > 0:
+        p = sum(1 for d in deltas if d <= 0) / samples
+    elif observed < 0:
+        p = sum(1 for d in deltas if d >= 0) / samples
+    else:
+        p = 1.0
+    low = deltas[int(0.025 * samples)]
+    high = deltas[min(samples - 1, int(0.975 * samples))]
+    return Bootstrap(delta=observed, ci_low=low, ci_high=high, p=p, samples=samples)
+
+
+def _corpus_stats_scorer(
+    metric_name: str, hyps_b: list[str], hyps_n: list[str], refs: list[tuple[str, ...]], tgt: str
+) -> Callable[[Sequence[int]], tuple[float, float]]:
+    import numpy as np
+
+    from simul.metrics.quality import reference_streams
+
+    if metric_name == "chrf":
+        from sacrebleu.metrics.chrf import CHRF
+
+        metric: Any = CHRF()
+    else:
+        from sacrebleu.metrics.bleu import BLEU
+
+        from simul.metrics.quality import bleu_tokenizer
+
+        metric = BLEU(tokenize=bleu_tokenizer(tgt))
+    ref_streams = reference_streams(refs)  # every reference, as the corpus scores use them
+    stats_b = np.array(metric._extract_corpus_statistics(hyps_b, ref_streams), dtype=np.float64)
+    stats_n = np.array(metric._extract_corpus_statistics(hyps_n, ref_streams), dtype=np.float64)
+
+    def score(indices: Sequence[int]) -> tuple[float, float]:
+        idx = np.asarray(indices)
+        b = metric._compute_score_from_stats(stats_b[idx].sum(axis=0).tolist()).score
+        n = metric._compute_score_from_stats(stats_n[idx].sum(axis=0).tolist()).score
+        return float(b), float(n)
+
+    return score
+
+
+@dataclass
+class MetricRow:
+    name: str
+    base: float | None
+    new: float | None
+    higher_is_better: bool
+    threshold: float | None = None
+    bootstrap: Bootstrap | None = None
+    # why a speed figure of either run is unreliable (the process got clearly less CPU than it asked for)
+    base_unreliable: str | None = None
+    new_unreliable: str | None = None
+
+    @property
+    def unreliable(self) -> bool:
+        return self.base_unreliable is not None or self.new_unreliable is not None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.new is None else self.new - self.base
+
+    @property
+    def direction(self) -> str:
+        delta = self.delta
+        if delta is None:
+            return "n/a"
+        if abs(delta) < 1e-12:
+            return "same"
+        return "better" if (delta > 0) == self.higher_is_better else "worse"
+
+    @property
+    def crossed(self) -> bool:
+        delta = self.delta
+        if delta is None or self.threshold is None:
+            return False
+        loss = -delta if self.higher_is_better else delta
+        return loss > self.threshold + 1e-12
+
+    @property
+    def verdict(self) -> str:
+        if self.crossed:
+            if self.bootstrap is not None and self.bootstrap.p >= ALPHA:
+                return "within noise"
+            return "REGRESSION"
+        return self.direction
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "base": self.base,
+            "new": self.new,
+            "delta": None if self.delta is None else round(self.delta, 4),
+            "higher_is_better": self.higher_is_better,
+            "direction": self.direction,
+            "threshold": self.threshold,
+            "crossed": self.crossed,
+            "bootstrap": self.bootstrap.to_json() if self.bootstrap else None,
+            "verdict": self.verdict,
+            "timing_unreliable": (
+                {"base": self.base_unreliable, "new": self.new_unreliable} if self.unreliable else None
+            ),
+        }
+
+
+ALPHA = 0.05
+
+
+@dataclass
+class MethodComparison:
+    base_key: str
+    new_key: str
+    label: str
+    rows: list[MetricRow]
+    streams: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": self.base_key,
+            "new": self.new_key,
+            "label": self.label,
+            "metrics": [r.to_json() for r in self.rows],
+            "streams": self.streams,
+        }
+
+
+@dataclass
+class Comparison:
+    base: Path
+    new: Path
+    methods: list[MethodComparison]
+    reasons: list[str]
+    notes: list[str]
+    allow_noise: bool = False
+
+    @property
+    def regressions(self) -> list[tuple[str, MetricRow]]:
+        """Metrics past their threshold; those within noise too, unless noise is allowed."""
+        failing = {"REGRESSION"} if self.allow_noise else {"REGRESSION", "within noise"}
+        return [(m.label, r) for m in self.methods for r in m.rows if r.verdict in failing]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": str(self.base),
+            "new": str(self.new),
+            "comparable": not self.reasons,
+            "reasons": self.reasons,
+            "notes": self.notes,
+            "methods": [m.to_json() for m in self.methods],
+            "regressions": [
+                {"method": label, "metric": r.name, "within_noise": r.verdict == "within noise"}
+                for label, r in self.regressions
+            ],
+            "allow_noise": self.allow_noise,
+        }
+
+
+def compare(
+    base_path: Path,
+    new_path: Path,
+    max_drop: Mapping[str, float | None],
+    max_increase: Mapping[str, float | None],
+    force: bool = False,
+    bootstrap_samples: int = 1000,
+    worst: int = 5,
+    allow_noise: bool = False,
+) -> Comparison:
+    base, new = load_side(base_path), load_side(new_path)
+    reasons = incompatibilities(base.run, new.run)
+    if reasons and not force:
+        raise Incomparable(reasons)
+    notes = []
+    b_model, n_model = base.run["config"]["model"], new.run["config"]["model"]
+    if b_model.get("sha256") != n_model.get("sha256"):
+        notes.append(f"different models: {b_model.get('file')} vs {n_model.get('file')}")
+    hardware = hardware_difference(base.run, new.run)
+    if hardware:
+        timing = ", ".join(name for name, info in METRICS.items() if info.timing)
+        notes.append(
+            f"timing metrics ({timing}) were measured on different hardware ({hardware}): their changes say "
+            "nothing about the code"
+        )
+    policy = wait_policy_difference(base.run, new.run)
+    if policy:
+        timing = ", ".join(name for name, info in METRICS.items() if info.timing)
+        notes.append(
+            f"timing metrics ({timing}) were measured with different OpenMP wait policies ({policy}): a "
+            "thread that sleeps at each barrier makes one-token passes slower than one that spins, so their "
+            "changes may come from the policy"
+        )
+    thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
+    thresholds.update(max_drop)
+    thresholds.update(max_increase)
+    b_timing, n_timing = TimingNotes.from_run(base.run), TimingNotes.from_run(new.run)
+    comparisons = []
+    for b_method, n_method in pair_methods(base.run["methods"], new.run["methods"]):
+        label = (
+            b_method["label"]
+            if b_method["key"] == n_method["key"]
+            else f"{b_method['label']} -> {n_method['label']}"
+        )
+        rows = []
+        for name, info in METRICS.items():
+            b_val, n_val = b_method["metrics"].get(name), n_method["metrics"].get(name)
+            if b_val is None and n_val is None:
+                continue
+            rows.append(
+                MetricRow(
+                    name,
+                    b_val,
+                    n_val,
+                    info.higher_is_better,
+                    thresholds.get(name),
+                    base_unreliable=b_timing.reason(b_method["key"], name),
+                    new_unreliable=n_timing.reason(n_method["key"], name),
+                )
+            )
+        units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))
+        if units:
+            notes.append(f"{label}: figures in different units ({units}); compare those figures with care")
+        comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
+        _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
+        comparisons.append(comparison)
+    return Comparison(base_path, new_path, comparisons, reasons, notes, allow_noise)
+
+
+def _unit_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Which units of the count-based figures differ between two methods' counts (runs written before
+    simul recorded a unit show it as unknown)."""
+    out = []
+    for key in ("latency_unit", "target_latency_unit", "ne_unit"):
+        b, n = base.get(key, "unknown"), new.get(key, "unknown")
+        if b != n:
+            out.append(f"{key} {b} vs {n}")
+    return ", ".join(out)
+
+
+def _add_paired_statistics(
+    comparison: MethodComparison, base: Side, new: Side, samples: int, worst: int, notes: list[str]
+) -> None:
+    b_key, n_key = comparison.base_key, comparison.new_key
+    if base.loaded is None or new.loaded is None:
+        notes.append("paired statistics need steps.jsonl and streams.jsonl in both run directories")
+        return
+    b_results = {r.stream_id: r for r in base.loaded.results[b_key]}
+    n_results = {r.stream_id: r for r in new.loaded.results[n_key]}
+    ids = [sid for sid in b_results if sid in n_results and base.loaded.streams[sid].references]
+    if not ids:
+        return
+    refs = [base.loaded.streams[sid].references for sid in ids]
+    hyps_b = [b_results[sid].final_output for sid in ids]
+    hyps_n = [n_results[sid].final_output for sid in ids]
+    tgt = base.loaded.streams[ids[0]].tgt
+    by_name = {r.name: r for r in comparison.rows}
+    for name in ("chrf", "bleu"):
+        if name in by_name and samples > 0:
+            scorer = _corpus_stats_scorer(name, hyps_b, hyps_n, refs, tgt)
+            by_name[name].bootstrap = paired_bootstrap(len(ids), scorer, samples)
+    comet_b = [base.per_stream.get((b_key, sid), {}).get("comet") for sid in ids]
+    comet_n = [new.per_stream.get((n_key, sid), {}).get("comet") for sid in ids]
+    if "comet" in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
+        cb = [float(c) for c in comet_b if c is not None]
+        cn = [float(c) for c in comet_n if c is not None]
+
+        def comet_score(indices: Sequence[int]) -> tuple[float, float]:
+            idx = list(indices)
+            return sum(cb[i] for i in idx) / len(idx), sum(cn[i] for i in idx) / len(idx)
+
+        by_name["comet"].bootstrap = paired_bootstrap(len(ids), comet_score, samples)
+    # per-stream view from sentence chrF
+    from simul.metrics.quality import sentence_chrf
+
+    deltas = []
+    for sid, ref, hb, hn in zip(ids, refs, hyps_b, hyps_n, strict=True):
+        deltas.append((sentence_chrf(hn, ref) - sentence_chrf(hb, ref), sid, hb, hn))
+    worse = [d for d in deltas if d[0] < -1e-9]
+    better = [d for d in deltas if d[0] > 1e-9]
+    worse.sort()
+    comparison.streams = {
+        "compared": len(deltas),
+        "worse": len(worse),
+        "better": len(better),
+        "same": len(deltas) - len(worse) - len(better),
+        "worst": [
+            {"stream": sid, "chrf_delta": round(delta, 2), "base": hb, "new": hn}
+            for delta, sid, hb, hn in worse[:worst]
+        ],
+    }
+
+
+class Incomparable(SimulError):
+    """The runs differ in what makes their numbers comparable."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__("refusing to compare: " + "; ".join(reasons) + " (pass --force to compare anyway)")
+        self.reasons = reasons

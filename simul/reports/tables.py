@@ -1,0 +1,95 @@
+"""Rich tables of run results, shaped like the SSBD paper's tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from simul.common.safe_text import markup
+from simul.machine.cpu_usage import MARK, TimingNotes
+
+# metric, header, format; the order follows the paper's Table 2, then the figures it does not report
+TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("comet", "COMET", ".3f"),
+    ("ne", "NE", ".2f"),
+    ("ad", "A/D", ".1f"),
+    ("ao", "A/O", ".1f"),
+    ("tps", "TPS", ".0f"),
+    ("speedup", "Speedup", ".2f"),
+    ("chrf", "chrF", ".1f"),
+    ("bleu", "BLEU", ".1f"),
+    ("ne_display", "NE disp", ".2f"),
+    ("latency", "LAAL", ".2f"),
+)
+
+
+def fmt(value: Any, spec: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float | int):
+        return format(value, spec)
+    return markup(value)
+
+
+def methods_table(
+    methods: Sequence[dict[str, Any]],
+    title: str | None = None,
+    caption: str | None = None,
+    columns: Sequence[tuple[str, str, str]] = TABLE2_COLUMNS,
+    comet_available: bool = True,
+    timing: TimingNotes | None = None,
+) -> Table:
+    """A row per method with the given metric columns; speed figures measured while the process got
+    clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
+    note = timing.note() if timing is not None else None
+    if note:
+        caption = f"{caption}\n{note}" if caption else note
+    table = Table(title=title, caption=caption, caption_justify="left", header_style="bold")
+    table.add_column("Method", no_wrap=True)
+    for _, header, _ in columns:
+        table.add_column(header, justify="right")
+    for method in methods:
+        metrics = method["metrics"]
+        marked = timing.marks(method["key"]) if timing is not None and "key" in method else set()
+        cells = []
+        for name, _, spec in columns:
+            if name == "comet" and not comet_available and metrics.get(name) is None:
+                cells.append("n/a")
+            else:
+                cell = fmt(metrics.get(name), spec)
+                cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
+        table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
+    return table
+
+
+def reference_note(methods: Sequence[dict[str, Any]]) -> str | None:
+    """A caption line when some streams have no reference: quality figures then cover fewer streams."""
+    counts = methods[0].get("counts", {}) if methods else {}
+    streams, refs = counts.get("streams"), counts.get("references")
+    if not isinstance(streams, int) or not isinstance(refs, int) or refs == streams:
+        return None
+    if refs == 0:
+        return f"chrF, BLEU and COMET blank: none of the {streams} streams has a reference"
+    missing = streams - refs
+    return (
+        f"chrF, BLEU and COMET on the {refs} of {streams} streams that have a reference; "
+        f"{missing} {'has' if missing == 1 else 'have'} reference: null"
+    )
+
+
+def units_caption(methods: Sequence[dict[str, Any]]) -> str:
+    """The footer line that states the units of every count-based figure in a table."""
+    counts = methods[0].get("counts", {}) if methods else {}
+    source = counts.get("latency_unit", "?")
+    target = counts.get("target_latency_unit", "?")
+    ne = counts.get("ne_unit", "?")
+    line = (
+        f"units: LAAL/AL/DAL/YAAL in source {source}, target counted in {target}s (metrics/units.py); "
+        f"CA latencies in ms; NE in {ne} tokens, pooled over streams (ne_mean: mean of per-stream NE)"
+    )
+    missing = counts.get("not_available")
+    if isinstance(missing, list) and missing:
+        line += f"; not available in these outputs: {', '.join(str(m) for m in missing)}"
+    return line

@@ -1,0 +1,127 @@
+"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta) or CD, with
+optional output or display-only mask-k, and the display policy (mask-k, or LocalAgreement-n)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from simul.common.errors import UsageError
+
+MethodName = Literal["rt", "ssbd", "cd", "ext"]
+MaskMode = Literal["display", "output"]
+Ending = Literal["keep", "unbiased", "reopen"]
+METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")  # what simul decodes
+EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
+DisplayPolicy = Literal["mask", "local-agreement"]
+DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
+MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
+ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """A decoding method's settings, checked on construction (SPEC "Decoding one stream").
+
+    ``beta`` is the SSBD bias toward the draft (SSBD only). ``mask_k`` hides the last k tokens at non-final
+    steps; with ``mask="output"`` they are also dropped from the next draft, with ``mask="display"`` only
+    from what the viewer sees.
+
+    Two options go beyond the paper and are off by default, so the paper's SSBD stays reproducible:
+
+    * ``ending``: what happens to sentence-final tokens (``. ! ? 。`` and closing quotes) at the end of the
+      draft while the source is not final. ``keep`` (the paper) verifies them like any token, so the bias can
+      keep an ending that new source words contradict and the model stops early ("frozen" steps);
+      ``unbiased`` verifies them without the bias; ``reopen`` removes them from the draft so the model
+      decides afresh whether the sentence ends.
+    * ``resync``: after the draft diverges, look for the last ``resync`` output tokens in the rest of the
+      previous output (as prompt-lookup decoding does) and propose what followed them as a new draft,
+      verified the same way. 0 turns it off.
+
+    * ``target_bias``: the SSBD reference implementation's ``--target-bias-beta``. After the first rejection
+      at draft position d, the token taken from p_d replaces D_d, and decoding then keeps a bias (the same
+      mixture rule, with this beta) toward the rest of the rejected draft, aligned as the reference aligns
+      it: the token after the replacement is biased toward D_d, the next toward D_(d+1), and so on, as if
+      the replacement had been inserted before D_d. The bias ends at the first token that differs from the
+      draft, or at its end. 0 turns it off.
+
+    ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
+    with ``system`` the name given to them.
+    """
+
+    name: MethodName
+    beta: float | None = None
+    mask_k: int = 0
+    mask: MaskMode = "display"
+    ending: Ending = "keep"
+    resync: int = 0
+    system: str | None = None
+    target_bias: float = 0.0
+    # What the viewer sees: "mask" (the output, without its last mask_k tokens at non-final steps) or
+    # "local-agreement" (the longest common prefix of the last ``agreement`` outputs; simul.decoding.display)
+    display: DisplayPolicy = "mask"
+    agreement: int = 2
+
+    def __post_init__(self) -> None:
+        if self.name == EXTERNAL:
+            if not self.system or not all(ch.isalnum() or ch in "._-" for ch in self.system):
+                raise UsageError(
+                    "outputs of another system come in through `simul ingest --name NAME` (NAME: letters, "
+                    f"digits, '.', '_' or '-'), got {self.system!r}"
+                )
+            if (
+                self.beta is not None
+                or self.mask_k
+                or self.ending != "keep"
+                or self.resync
+                or self.target_bias
+            ):
+                raise UsageError("an ingested system's outputs take no decoding options")
+            return
+        if self.system is not None:
+            raise UsageError("only ingested outputs (method ext) carry a system name")
+        if self.name not in METHOD_NAMES:
+            raise UsageError(f"unknown method {self.name!r}; choose one of {', '.join(METHOD_NAMES)}")
+        if self.name == "ssbd":
+            if self.beta is None:
+                raise UsageError("SSBD needs a bias: pass --beta (the paper uses 0.2)")
+            if not 0.0 <= self.beta <= 1.0:
+                raise UsageError(f"--beta must be between 0 and 1, got {self.beta}")
+        elif self.beta is not None:
+            object.__setattr__(self, "beta", None)
+        if self.mask_k < 0:
+            raise UsageError(f"--mask-k must be 0 or more, got {self.mask_k}")
+        if self.mask not in MASK_MODES:
+            raise UsageError(f"--mask must be display or output, got {self.mask!r}")
+        if self.ending not in ENDINGS:
+            raise UsageError(f"--ending must be one of {', '.join(ENDINGS)}, got {self.ending!r}")
+        if self.resync < 0:
+            raise UsageError(f"--resync must be 0 (off) or an n-gram size, got {self.resync}")
+        if not 0.0 <= self.target_bias <= 1.0:
+            raise UsageError(f"--target-bias-beta must be between 0 and 1, got {self.target_bias}")
+        if self.target_bias and self.name != "ssbd":
+            raise UsageError("--target-bias-beta biases decoding toward a rejected draft; only SSBD has one")
+        if self.target_bias and self.resync:
+            raise UsageError("--target-bias-beta and --resync both act on the rest of the draft; choose one")
+        if self.display not in DISPLAY_POLICIES:
+            raise UsageError(f"--display must be mask or local-agreement, got {self.display!r}")
+        if self.display == "local-agreement":
+            if self.agreement < 1:
+                raise UsageError(f"--agreement must be 1 or more, got {self.agreement}")
+            if self.mask_k and self.mask == "display":
+                raise UsageError(
+                    "--display local-agreement replaces display-only mask-k: drop --mask-k, or pass "
+                    "--mask output to shorten the drafts as well"
+                )
+        elif self.agreement != 2:
+            object.__setattr__(self, "agreement", 2)
+        if self.name == "rt" and (self.ending != "keep" or self.resync):
+            raise UsageError("--ending and --resync act on the draft; RT has none")
+        if self.name == "cd" and (self.resync or self.ending == "unbiased"):
+            raise UsageError(
+                "--resync and --ending unbiased need verification; CD keeps the draft unverified"
+            )
+
+    @property
+    def uses_draft(self) -> bool:
+        return self.name != "rt"

@@ -1,0 +1,116 @@
+"""What a decoding method is called and how it is written: its label, its key in run files and its JSON form
+(the settings and their rules are in simul.request.method_settings), and the methods `simul eval` runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simul.request.method_settings import EXTERNAL, MethodSettings
+
+
+@dataclass(frozen=True)
+class Method(MethodSettings):
+    """A decoding method (:class:`MethodSettings`) with the names it goes by in tables and run files."""
+
+    @property
+    def label(self) -> str:
+        """A short, stable name such as ``ssbd(b=0.2)+display-mask3``."""
+        if self.name == EXTERNAL:
+            return f"EXT({self.system})"
+        base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
+        if self.mask_k:
+            base += f"+{self.mask}-mask{self.mask_k}"
+        if self.ending != "keep":
+            base += f"+{self.ending}-ending"
+        if self.resync:
+            base += f"+resync{self.resync}"
+        if self.target_bias:
+            base += f"+target-bias{self.target_bias:g}"
+        if self.display == "local-agreement":
+            base += f"+LA{self.agreement}"
+        return base
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe identifier, unique per setting."""
+        if self.name == EXTERNAL:
+            return f"ext-{self.system}"
+        parts: list[str] = [self.name]
+        if self.beta is not None:
+            parts.append(f"b{self.beta:g}")
+        if self.mask_k:
+            parts.append(f"{self.mask}{self.mask_k}")
+        if self.ending != "keep":
+            parts.append(f"{self.ending}-ending")
+        if self.resync:
+            parts.append(f"resync{self.resync}")
+        if self.target_bias:
+            parts.append(f"tb{self.target_bias:g}")
+        if self.display == "local-agreement":
+            parts.append(f"la{self.agreement}")
+        return "-".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "beta": self.beta,
+            "mask_k": self.mask_k,
+            "mask": self.mask,
+            "ending": self.ending,
+            "resync": self.resync,
+        }
+        if self.system is not None:
+            out["system"] = self.system
+        if self.target_bias:  # only when on, so run files written before the option read back unchanged
+            out["target_bias"] = self.target_bias
+        if self.display != "mask":  # runs made before display policies read back unchanged
+            out["display"] = self.display
+            out["agreement"] = self.agreement
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Method:
+        return cls(
+            name=obj["name"],
+            beta=obj.get("beta"),
+            mask_k=int(obj.get("mask_k", 0)),
+            mask=obj.get("mask", "display"),
+            ending=obj.get("ending", "keep"),
+            resync=int(obj.get("resync", 0)),
+            system=obj.get("system"),
+            target_bias=float(obj.get("target_bias", 0.0)),
+            display=obj.get("display", "mask"),
+            agreement=int(obj.get("agreement", 2)),
+        )
+
+
+def methods_for(
+    method: str,
+    beta: float,
+    mask_k: int,
+    mask: str,
+    baseline: bool,
+    ending: str = "keep",
+    resync: int = 0,
+    target_bias: float = 0.0,
+    display: str = "mask",
+    agreement: int = 2,
+) -> list[Method]:
+    """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
+    chosen = Method(
+        name=method,  # type: ignore[arg-type]
+        beta=beta if method == "ssbd" else None,
+        mask_k=mask_k,
+        mask=mask,  # type: ignore[arg-type]
+        ending=ending,  # type: ignore[arg-type]
+        resync=resync,
+        target_bias=target_bias,
+        display=display,  # type: ignore[arg-type]
+        agreement=agreement,
+    )
+    methods: list[Method] = []
+    if baseline and chosen != Method("rt"):
+        methods.append(Method("rt"))
+    methods.append(chosen)
+    return methods

