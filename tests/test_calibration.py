@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from simul.methods import Method
 from typer.testing import CliRunner
 
 from simul.cli import app
@@ -19,6 +18,7 @@ from simul.machine.calibration import MAX_SLOWDOWN, MIN_THREAD_GAIN, PassCosts, 
 from simul.machine.cpu_usage import TimingNotes, pass_cost_reasons
 from simul.metrics.speed import modelled_speedup
 from simul.reports.compare import wait_policy_difference
+from simul.request.methods import Method
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 

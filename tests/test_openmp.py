@@ -119,7 +119,7 @@ def test_the_backend_passes_the_cpu_samples_verdict(tiny_model: Path) -> None:
         "from pathlib import Path\n"
         "from simul.decoding.backend import LlamaBackend\n"
         "from simul.machine.threads import ThreadChoice\n"
-        "from simul import openmp\n"
+        "from simul.machine import openmp\n"
         "choice = ThreadChoice(1, 'auto', 2, 2, busy_cores=1.0, load1=1.2)\n"
         "LlamaBackend(Path(sys.argv[1]), n_ctx=128, n_threads=1, thread_choice=choice).close()\n"
         "print(json.dumps(openmp.record()))\n"

@@ -322,7 +322,7 @@ if ((rc == 0 && !cpu && !dry)); then
     }
 fi
 if ((rc == 0)); then
-  guarded 30 - - "$python" -c 'from simul.default_model import default_model_path; print("   model:", default_model_path())'
+  guarded 30 - - "$python" -c 'from simul.request.default_model import default_model_path; print("   model:", default_model_path())'
   rc=$?
 fi
 note install $rc "$t"

@@ -39,8 +39,8 @@ CHILD = """
 import json, sys
 from simul.decoding.backend import LlamaBackend
 from simul.machine.calibration import calibrate
-from simul.default_model import default_model_path
-from simul import openmp
+from simul.request.default_model import default_model_path
+from simul.machine import openmp
 path = sys.argv[1] or str(default_model_path())
 backend = LlamaBackend(__import__('pathlib').Path(path), n_ctx=512, n_threads=int(sys.argv[2]))
 backend.warm_up()

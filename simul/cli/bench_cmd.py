@@ -217,7 +217,7 @@ def side_by_side_json(
     base: EvalOutcome, batched: EvalOutcome, lanes: list[LaneRecord], parallel: int
 ) -> dict[str, Any]:
     """Throughput of the single-stream and the batched run (their own turns' wall and CPU time), the ratio
-    of their wall times, and how far the batched results move (simul.agreement)."""
+    of their wall times, and how far the batched results move (simul.reports.agreement)."""
     sides = []
     for outcome, lane in zip((base, batched), lanes, strict=True):
         rate = outcome.run.get("throughput") or {}

@@ -25,7 +25,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 # Humans read stderr (tables, progress, warnings); machines read stdout (--json) and files.
-# Data text printed here goes through simul.safe_text (markup escaped, control characters made visible);
+# Data text printed here goes through simul.common.safe_text (markup escaped, control characters made
+# visible);
 # emoji codes such as :smile: in data stay text.
 err_console = Console(stderr=True, highlight=False, emoji=False)
 if not err_console.is_terminal and "COLUMNS" not in os.environ:
