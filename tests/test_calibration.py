@@ -254,7 +254,7 @@ def test_bench_prints_c_min_and_the_bound(tiny_model: Path, tmp_path: Path) -> N
     assert [n for n, _ in costs["widths"]] == list(range(2, 33))
     assert "c_min" in result.stderr and "Bound" in result.stderr
     run = json.loads((out / "run.json").read_text())
-    assert run["environment"]["pass_costs"]["c_min"] == costs["c_min"]
+    assert run["environment"]["pass_costs"]["c_min"] == pytest.approx(costs["c_min"], rel=1e-2)
 
 
 def test_calibration_leaves_the_results_unchanged(tiny_model: Path, tmp_path: Path) -> None:

@@ -73,9 +73,31 @@ def test_ray_run_equals_single_process_run(
     assert again.exit_code == 1 and "--overwrite" in again.output
 
 
+# Enough streams that a shard outlasts the driver's 0.25 s polls: with 3 streams a shard, a fast CPU finished
+# the shard before the driver saw its first progress, and the kill came too late to test anything.
+N_KILL_STREAMS = 60
+
+
+@pytest.fixture(scope="module")
+def many_streams(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("many") / "streams.jsonl"
+    streams = [lag_stream(f"s{i}", *SENTENCES[i % len(SENTENCES)]) for i in range(N_KILL_STREAMS)]
+    write_streams(path, streams)
+    return path
+
+
+@pytest.fixture(scope="module")
+def many_single(tiny_model: Path, many_streams: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("many-single") / "run"
+    result = runner.invoke(app, eval_args(tiny_model, many_streams, *EXTRA, "--out", str(out)))
+    assert result.exit_code == 0, result.output
+    return out
+
+
 def test_killed_worker_is_replaced_and_its_shard_resumed(
-    tiny_model: Path, streams_file: Path, single: Path, tmp_path: Path
+    tiny_model: Path, many_streams: Path, many_single: Path, tmp_path: Path
 ) -> None:
+    streams_file, single = many_streams, many_single
     out = tmp_path / "ray"
     request = EvalRequest(
         streams_path=streams_file,
@@ -102,7 +124,7 @@ def test_killed_worker_is_replaced_and_its_shard_resumed(
             killed.append((event.shard.index, event.done))
             os.kill(running[event.shard.index], signal.SIGKILL)
 
-    # two shards of three streams each: the kill comes after the first stream of one of them
+    # two shards of 30 streams each: the kill comes after the first progress the driver sees of one of them
     options = RayOptions(workers=2, shards=2, num_cpus=1, retries=2)
     merged = run_on_ray(request, options, progress=lambda d, t: seen.append((d, t)), on_event=on_event)
 
@@ -117,8 +139,8 @@ def test_killed_worker_is_replaced_and_its_shard_resumed(
     assert first_after.done >= finished_before
     shard_run = json.loads((shard_dir(out, retries[0].shard) / "run.json").read_text())  # type: ignore[arg-type]
     assert shard_run["status"] == "complete"
-    assert seen[-1] == (N_STREAMS, N_STREAMS) and all(d <= t for d, t in seen)
-    assert merged.outcome.complete and merged.outcome.streams_done == N_STREAMS
+    assert seen[-1] == (N_KILL_STREAMS, N_KILL_STREAMS) and all(d <= t for d, t in seen)
+    assert merged.outcome.complete and merged.outcome.streams_done == N_KILL_STREAMS
     assert_equal_runs(single, out)
 
 

@@ -187,8 +187,9 @@ def test_bench_parallel_reports_both_runs_and_their_agreement(tiny_model: Path, 
     side = doc["side_by_side"]
     assert side["parallel"] == 2 and [r["parallel"] for r in side["runs"]] == [1, 2]
     assert all(r["wall_seconds"] > 0 and r["turns"] >= 1 and r["updates"] > 0 for r in side["runs"])
+    # the walls in the runs are rounded to 1 ms, and the tiny model's runs last a fraction of a second
     assert side["wall_ratio"] == pytest.approx(
-        side["runs"][1]["wall_seconds"] / side["runs"][0]["wall_seconds"], abs=1e-3
+        side["runs"][1]["wall_seconds"] / side["runs"][0]["wall_seconds"], rel=1e-2
     )
     assert [m["method"] for m in side["agreement"]] == ["rt", "ssbd-b0.2"]
     for m in side["agreement"]:

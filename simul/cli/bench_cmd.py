@@ -177,7 +177,7 @@ def bench_table(
         marked = timing.marks(row["key"]) if timing is not None else set()
         for _, spec in columns[1:]:
             assert spec is not None
-            value = row["bound"] if spec[0] == "bound" else row["metrics"].get(spec[0])
+            value = row.get("bound") if spec[0] == "bound" else row["metrics"].get(spec[0])
             cells.append(fmt(value, spec[1]) + (MARK if spec[0] in marked and value is not None else ""))
         cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
         cells.append(f"{row['frozen_steps']}/{row['steps']}")

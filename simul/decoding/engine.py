@@ -20,9 +20,11 @@ from simul.common.hashing import cached_sha256
 from simul.common.languages import get_language
 from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
+from simul.decoding.backend.llama import pass_hook_suspended
 from simul.decoding.backend.sequence import KVSequence
 from simul.decoding.passes import Passes
 from simul.decoding.scheduler import BatchScheduler
+from simul.machine import clock
 from simul.machine.calibration import PassCosts, calibrate
 from simul.machine.cpu_usage import CpuMeter
 from simul.machine.threads import choose_threads
@@ -92,7 +94,10 @@ class Engine:
         on_cpu = not self.backend.gpu_offload or self.backend.n_gpu_layers == 0
         source = sample.steps[-1].source if sample.steps else ""
         prompt = self.template.render(get_language(sample.src), get_language(sample.tgt), source)
-        self.pass_costs = calibrate(self.backend, single_thread=on_cpu, prompt_text=prompt.text)
+        # in one piece and off the clocks: under `simul bench --parallel` the N = 1 lane's wall time is
+        # what its decoding took, and the calibration's passes are timed without the other lane's turns
+        with clock.untimed(), pass_hook_suspended():
+            self.pass_costs = calibrate(self.backend, single_thread=on_cpu, prompt_text=prompt.text)
         return self.pass_costs
 
     def close(self) -> None:

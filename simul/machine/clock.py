@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _lane = threading.local()
 
@@ -37,3 +39,14 @@ def resumed(since: tuple[float, float]) -> float:
     _lane.paused_wall = getattr(_lane, "paused_wall", 0.0) + wall_s
     _lane.paused_cpu = getattr(_lane, "paused_cpu", 0.0) + time.process_time() - since[1]
     return wall_s
+
+
+@contextmanager
+def untimed() -> Iterator[None]:
+    """Leave what runs inside out of this thread's clocks, as if the thread had waited (simul bench's
+    calibration, which is no part of a lane's decoding). Nothing inside may pause the thread itself."""
+    since = paused()
+    try:
+        yield
+    finally:
+        resumed(since)

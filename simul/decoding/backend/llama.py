@@ -14,7 +14,7 @@ import ctypes
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +30,18 @@ from simul.machine.threads import ThreadChoice, choose_threads
 TOKENIZE_CACHE = 4096  # texts remembered by LlamaBackend.tokenize
 # Per thread: called after each forward pass (see set_pass_hook).
 _hooks = threading.local()
+
+
+@contextlib.contextmanager
+def pass_hook_suspended() -> Iterator[None]:
+    """No pass hook for this thread inside (its turns are not handed over): simul bench's calibration runs
+    in one piece, and its time is left out of the lane's clocks."""
+    hook = getattr(_hooks, "after_pass", None)
+    _hooks.after_pass = None
+    try:
+        yield
+    finally:
+        _hooks.after_pass = hook
 
 
 def set_pass_hook(hook: Callable[[], None] | None) -> None:
