@@ -17,7 +17,7 @@ from simul.decoding.backend import LlamaBackend
 from simul.machine.calibration import MAX_SLOWDOWN, MIN_THREAD_GAIN, PassCosts, calibrate, run_slowdown
 from simul.machine.cpu_usage import TimingNotes, pass_cost_reasons
 from simul.metrics.speed import modelled_speedup
-from simul.reports.compare import wait_policy_difference
+from simul.reports.run_conditions import wait_policy_difference
 from simul.request.methods import Method
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
@@ -140,7 +140,8 @@ def test_pass_widths_interpolate_and_price_a_runs_drafts() -> None:
     assert costs.run_bound(80.0, 60.0, [16]) == pytest.approx(modelled_speedup(0.8, 0.6, 0.225))
     # narrower passes cost more per row, so the run's bound is below the bound at c_min
     bound_min = costs.bound(80.0, 60.0)
-    assert bound_min is not None and costs.run_bound(80.0, 60.0, [8, 8]) < bound_min
+    narrow = costs.run_bound(80.0, 60.0, [8, 8])
+    assert bound_min is not None and narrow is not None and narrow < bound_min
     # without widths (an older record): the line from the one-token pass to the DRAFT-row pass
     plain = PassCosts(2, 10.0, 2.0, 32, None)
     assert plain.pass_ms(32) == pytest.approx(64.0) and plain.pass_ms(1) == pytest.approx(10.0)

@@ -13,7 +13,7 @@ from simul.cli import app
 from simul.common.errors import UsageError
 from simul.decoding.backend import LlamaBackend, _llama
 from simul.decoding.backend.devices import ALL_LAYERS, list_devices, resolve_gpu_layers
-from simul.reports.compare import hardware_difference
+from simul.reports.run_conditions import hardware_difference
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
 

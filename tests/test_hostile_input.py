@@ -391,7 +391,7 @@ def test_run_json_parts_that_must_be_objects_are_checked(evil_run: Path, tmp_pat
 
 @pytest.mark.parametrize("hardware", [True, {"devices": 5}, {"devices": "CUDA0"}, {"devices": [1, None]}])
 def test_the_hardware_note_ignores_a_hardware_record_of_the_wrong_shape(hardware: object) -> None:
-    from simul.reports.compare import hardware_summary
+    from simul.reports.run_conditions import hardware_summary
 
     run = {"environment": {"cpu": "AMD EPYC", "threads": 2, "hardware": hardware}, "config": {"parallel": 1}}
     assert hardware_summary(run) == "CPU AMD EPYC, 0 layers offloaded, 2 threads, parallel 1"

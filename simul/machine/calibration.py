@@ -53,6 +53,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -241,7 +242,7 @@ def calibrate(
 
     try:
         one = _best(repeats, one_token)
-        timed = {n: _best(repeats, lambda n=n: verify(n)) for n in sorted({*WIDTHS, draft}) if n <= draft}
+        timed = {n: _best(repeats, partial(verify, n)) for n in sorted({*WIDTHS, draft}) if n <= draft}
         row = timed[draft] / draft
         single: float | None = None
         if single_thread and backend.n_threads > 1:

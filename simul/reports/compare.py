@@ -21,12 +21,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.registry import METRICS, metric_info
-from simul.reports.run_conditions import (  # noqa: F401 - re-exported
-    hardware_difference,
-    hardware_summary,
-    wait_policy_difference,
-    wait_policy_summary,
-)
+from simul.reports.run_conditions import hardware_difference, wait_policy_difference
 from simul.runs.directory import (
     PER_STREAM_FILE,
     STATUS_COMPLETE,

@@ -3,7 +3,8 @@ sequence of such a context (sequence.py), loading the library and checking a mod
 the compute devices and GPU offload settings it runs with (devices.py)."""
 
 from simul.decoding.backend.library import LLAMA_LOG, _llama, check_gguf
-from simul.decoding.backend.llama import ContextOverflowError, LlamaBackend, Logits, ModelInfo
+from simul.decoding.backend.llama import ContextOverflowError, LlamaBackend, ModelInfo
+from simul.decoding.backend.sequence import Logits
 
 __all__ = [
     "LLAMA_LOG",
