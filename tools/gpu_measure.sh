@@ -15,6 +15,8 @@ usage() {
   cat <<'EOF'
 usage: bash tools/gpu_measure.sh [options]
 
+exit: 0 all steps done, 1 a step failed, 2 bad options, 3 a step not finished by the deadline (see NEXT)
+
   --skip-build       reuse the llama-cpp-python already built in --site (a machine still warm)
   --steps LIST       which measurements, comma-separated: bench, parallel (default: bench,parallel)
   --limit N          only the first N streams
@@ -109,6 +111,7 @@ for s in "${wanted[@]}"; do
 done
 if [[ -z $out ]]; then
   ((dry)) || die_usage "no output folder: \$OUT is not set; pass --out DIR"
+  # shellcheck disable=SC2016 # --dry-run shows it literally
   out='$OUT'
 fi
 
@@ -199,6 +202,9 @@ summary() {
   if ((${#again[@]})) && [[ ${result[install]:-} == done* ]]; then
     local next=(bash tools/gpu_measure.sh --skip-build --steps "$(IFS=,; echo "${again[*]}")")
     [[ $bundle != .gpu ]] && next+=(--bundle "$bundle")
+    [[ $site != /tmp/site ]] && next+=(--site "$site")
+    [[ $work != /tmp/simul-gpu ]] && next+=(--work "$work")
+    [[ $python != python3 ]] && next+=(--python "$python")
     [[ -n $limit ]] && next+=(--limit "$limit")
     [[ $parallel != 32 ]] && next+=(--parallel "$parallel")
     ((cpu)) && next+=(--cpu)
@@ -301,18 +307,46 @@ fi
 # --- install the wheels, check the build, assemble the model ---------------------------------------------------
 echo "== install the carried wheels into $site and assemble the default model"
 t=$(elapsed)
-guarded 10 - - "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target "$site" "$bundle"/whl/*.whl "$bundle"/p[0-9]*/*.whl
-rc=$?
+wheels=("$bundle"/whl/*.whl "$bundle"/p[0-9]*/*.whl)
+if ((!dry)); then
+  # only the wheels this Python can install (all of them on the GPU machine's 3.12; a --cpu test on another
+  # Python keeps its own copies of the skipped ones)
+  mapfile -t wheels < <("$python" - "${wheels[@]}" <<'PY'
+import os, sys
+from pip._vendor.packaging.tags import sys_tags
+from pip._vendor.packaging.utils import parse_wheel_filename
+here = set(sys_tags())
+for path in sys.argv[1:]:
+    if here & set(parse_wheel_filename(os.path.basename(path))[3]):
+        print(path)
+    else:
+        print("   skipped, not for this Python:", os.path.basename(path), file=sys.stderr)
+PY
+  )
+fi
+rc=0
+if ((${#wheels[@]} == 0)); then
+  echo "   no wheel of $bundle fits $python"
+  rc=1
+fi
 if ((rc == 0)); then
-  # the versions simul will run with, and whether this llama.cpp can offload to a GPU
-  guarded 10 - - "$python" -c 'import importlib.metadata as m, llama_cpp
+  guarded 10 - - "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$site" "${wheels[@]}"
+  rc=$?
+fi
+if ((rc == 0)); then # the versions simul will run with
+  guarded 10 - - "$python" -c 'import importlib.metadata as m
 for p in ("llama-cpp-python", "numpy", "typer", "rich", "sacrebleu", "jinja2", "pyyaml", "diskcache"):
     try: print("  ", p, m.version(p))
-    except m.PackageNotFoundError: print("  ", p, "MISSING")
-print("   llama_cpp from", llama_cpp.__file__)
+    except m.PackageNotFoundError: print("  ", p, "MISSING")'
+  rc=$?
+fi
+if ((rc == 0)); then # the llama_cpp simul will load, and whether it can offload to a GPU
+  guarded 10 - - "$python" -c 'import llama_cpp
+print("   llama_cpp", llama_cpp.__version__, "from", llama_cpp.__file__)
 print("   GPU offload:", bool(llama_cpp.llama_supports_gpu_offload()))'
   rc=$?
+  ((rc != 0 && skip_build)) && echo "   --skip-build needs the earlier build in $site: on a fresh machine run without it"
 fi
 if ((rc == 0 && !cpu && !dry)); then
   "$python" -c 'import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)' ||
@@ -322,12 +356,12 @@ if ((rc == 0 && !cpu && !dry)); then
     }
 fi
 if ((rc == 0)); then
-  guarded 30 - - "$python" -c 'from simul.request.default_model import default_model_path; print("   model:", default_model_path())'
+  guarded 30 - - "$python" -c 'from simul.request.default_model import default_model_path
+print("   model:", default_model_path())'
   rc=$?
 fi
 note install $rc "$t"
 if ((rc != 0)); then
-  ((skip_build)) && echo "   --skip-build needs the earlier build in $site: on a fresh machine run without --skip-build"
   summary
   exit 1
 fi
@@ -346,8 +380,8 @@ if ((run_bench)); then
     "${limit_args[@]}" --json --out "$work/runs/bench" --overwrite
   rc=$?
   note bench $rc "$t"
-  ((rc == 0 || rc == NOT_STARTED)) || failed=1
-  ((dry)) || tail -n 30 "$out/bench.log"
+  ((rc == 0 || rc == NOT_STARTED || rc == 124 || rc == 137)) || failed=1 # a deadline: exit 3 below
+  ((dry)) || [[ ! -f $out/bench.log ]] || tail -n 30 "$out/bench.log"
   pack_runs
 fi
 
@@ -359,8 +393,8 @@ if ((run_parallel)); then
     --parallel-out "$work/runs/parallel-n$parallel" --overwrite
   rc=$?
   note parallel $rc "$t"
-  ((rc == 0 || rc == NOT_STARTED)) || failed=1
-  ((dry)) || tail -n 30 "$out/parallel.log"
+  ((rc == 0 || rc == NOT_STARTED || rc == 124 || rc == 137)) || failed=1 # a deadline: exit 3 below
+  ((dry)) || [[ ! -f $out/parallel.log ]] || tail -n 30 "$out/parallel.log"
   pack_runs
 fi
 
