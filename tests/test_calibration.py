@@ -308,8 +308,12 @@ def test_diff_cli_notes_wait_policy(tiny_model: Path, tmp_path: Path) -> None:
     other = tmp_path / "b"
     shutil.copytree(out, other)
     run = json.loads((other / "run.json").read_text())
-    run["environment"]["openmp"]["wait_policy"] = "passive"
-    run["environment"]["openmp"]["gomp_spincount"] = None
+    # the other side of whatever this run chose (a busy machine makes simul choose passive)
+    omp = run["environment"]["openmp"]
+    if omp["wait_policy"] == "passive":
+        omp["wait_policy"], omp["gomp_spincount"] = "active", "3000"
+    else:
+        omp["wait_policy"], omp["gomp_spincount"] = "passive", None
     (other / "run.json").write_text(json.dumps(run))
     changed = runner.invoke(app, ["diff", str(out), str(other)])
     assert changed.exit_code == 0, changed.output
