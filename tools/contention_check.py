@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shlex
 import signal
@@ -145,29 +146,40 @@ class Competitor:
             self.process.wait()
 
 
-def run_eval(
-    variant: Variant, condition: str, limit: int, out: Path, extra: list[str], max_seconds: float
-) -> Result:
+def run_simul(
+    variant: Variant, args: list[str], max_seconds: float, what: str
+) -> tuple[subprocess.CompletedProcess[str], float] | None:
+    """``simul ARGS`` in a child with the variant's environment and options: its completed process and wall
+    seconds, or None when it ran past ``max_seconds`` (the child is killed). A failure stops the tool, an
+    interrupted child interrupts it."""
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, **variant.env}
-    cmd = [
-        sys.executable, "-m", "simul", "eval", "--limit", str(limit), "--comet-model", "none",
-        "--out", str(out), "--overwrite", *extra, *variant.args,
-    ]  # fmt: skip
-    load = os.getloadavg()[0]
+    cmd = [sys.executable, "-m", "simul", *args, *variant.args]
     start = time.perf_counter()
     try:
         done = subprocess.run(
             cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=max_seconds
         )
-    except subprocess.TimeoutExpired:  # the child has been killed
-        return Result(variant.name, condition, max_seconds, load, {}, "", timed_out=True)
+    except subprocess.TimeoutExpired:
+        return None
     wall = time.perf_counter() - start
     if done.returncode == 130:  # simul was interrupted too
         raise KeyboardInterrupt
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
-        raise SystemExit(f"simul eval failed ({variant.name}, {condition}) with exit code {done.returncode}")
+        raise SystemExit(f"simul {args[0]} failed ({variant.name}, {what}) with exit code {done.returncode}")
+    return done, wall
+
+
+def run_eval(
+    variant: Variant, condition: str, limit: int, out: Path, extra: list[str], max_seconds: float
+) -> Result:
+    args = ["eval", "--limit", str(limit), "--comet-model", "none", "--out", str(out), "--overwrite", *extra]
+    load = os.getloadavg()[0]
+    ran = run_simul(variant, args, max_seconds, condition)
+    if ran is None:
+        return Result(variant.name, condition, max_seconds, load, {}, "", timed_out=True)
+    done, wall = ran
     run = json.loads((out / "run.json").read_text())
     return Result(variant.name, condition, wall, load, run, done.stderr)
 
@@ -176,25 +188,12 @@ def run_bench(
     variant: Variant, streams: Path, limit: int, extra: list[str], max_seconds: float
 ) -> dict[str, Any]:
     """`simul bench --no-cd --json` (RT and SSBD) under the variant: TPS, speedup, c, c_min and the bound."""
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path, **variant.env}
-    cmd = [
-        sys.executable, "-m", "simul", "bench", "--streams", str(streams), "--limit", str(limit),
-        "--no-cd", "--json", "--quiet", *extra, *variant.args,
-    ]  # fmt: skip
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(
-            cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=max_seconds
-        )
-    except subprocess.TimeoutExpired:
+    args = ["bench", "--streams", str(streams), "--limit", str(limit), "--no-cd", "--json", "--quiet", *extra]
+    ran = run_simul(variant, args, max_seconds, "bench")
+    if ran is None:
         return {"timed_out": True, "wall_seconds": max_seconds}
-    if done.returncode == 130:
-        raise KeyboardInterrupt
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr)
-        raise SystemExit(f"simul bench failed ({variant.name}) with exit code {done.returncode}")
-    return bench_figures(json.loads(done.stdout), time.perf_counter() - start)
+    done, wall = ran
+    return bench_figures(json.loads(done.stdout), wall)
 
 
 def bench_figures(doc: dict[str, Any], wall: float) -> dict[str, Any]:
@@ -392,8 +391,10 @@ def main() -> int:
         own_ratio = walls["loaded"] / walls["idle"]
         stopped = {s["condition"] for s in summaries if s["variant"] == variant.name and s["timed_out"]}
         bound = bool(stopped)
-        if not stopped:
-            verdict: bool | None = ratio <= GOAL
+        if math.isnan(ratio):
+            verdict: bool | None = None  # no loaded run (--conditions idle), or no idle one to compare with
+        elif not stopped:
+            verdict = ratio <= GOAL
         elif stopped == {"loaded"} and ratio > GOAL:
             verdict = False  # already over with a lower bound on the loaded time
         else:

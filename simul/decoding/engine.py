@@ -46,9 +46,7 @@ class EngineSettings:
     verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
     parallel: int = 1  # streams decoded at once, their forward passes batched
-    calibrate: bool = (
-        False  # measure the forward-pass costs after loading (simul.machine.calibration; bench does)
-    )
+    calibrate: bool = False  # measure the forward-pass costs first (simul.machine.calibration; bench does)
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -92,12 +90,13 @@ class Engine:
         ``sample``'s whole source, before any stream is decoded; the cache is cleared after, so what follows
         is unchanged."""
         on_cpu = not self.backend.gpu_offload or self.backend.n_gpu_layers == 0
+        decoder = self.decoder(Method("rt"))
         source = sample.steps[-1].source if sample.steps else ""
-        prompt = self.template.render(get_language(sample.src), get_language(sample.tgt), source)
+        prompt = decoder.tokenize_prompt(decoder.prompt_for(sample, source))
         # in one piece and off the clocks: under `simul bench --parallel` the N = 1 lane's wall time is
         # what its decoding took, and the calibration's passes are timed without the other lane's turns
         with clock.untimed(), pass_hook_suspended():
-            self.pass_costs = calibrate(self.backend, single_thread=on_cpu, prompt_text=prompt.text)
+            self.pass_costs = calibrate(self.backend, single_thread=on_cpu, prompt_tokens=prompt)
         return self.pass_costs
 
     def close(self) -> None:

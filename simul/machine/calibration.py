@@ -51,7 +51,7 @@ throttled), and is marked too.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -139,10 +139,9 @@ class PassCosts:
         return self.one_token_single_ms / (self.threads * self.one_token_ms)
 
     def bound(self, ad: float, ao: float) -> float | None:
-        """The speedup bound at A/D and A/O given in percent (None where A/D is 0)."""
-        if ad <= 0:
-            return None
-        return modelled_speedup(ad / 100.0, ao / 100.0, self.c_min)
+        """The speedup bound at A/D and A/O given in percent with every pass DRAFT rows wide, i.e. at c_min
+        (None where A/D is 0)."""
+        return self.run_bound(ad, ao, [self.draft])
 
     def problem(self) -> str | None:
         """Why the machine's per-pass overhead is out of line, or None."""
@@ -214,12 +213,12 @@ def calibrate(
     draft: int = DRAFT,
     repeats: int = REPEATS,
     clock: Callable[[], float] = lane_wall,
-    prompt_text: str = PROMPT,
+    prompt_tokens: Sequence[int] | None = None,
 ) -> PassCosts:
     """Measure the backend's one-token pass and verified-row costs (see the module docstring) after
-    ``prompt_text`` (a run passes its own template and a source sentence: a pass costs more after a longer
-    context); the backend's cache is cleared before and after."""
-    prompt = backend.tokenize(prompt_text, add_special=True, parse_special=True)
+    ``prompt_tokens`` (a run passes its own prompt, as its decoder tokenizes it: a pass costs more after a
+    longer context; None: PROMPT); the backend's cache is cleared before and after."""
+    prompt = list(prompt_tokens) if prompt_tokens is not None else backend.tokenize(PROMPT, add_special=True)
     # A fixed draft of ordinary tokens: what a pass costs does not depend on which tokens they are.
     draft_tokens = [int(t) for t in np.resize(np.array(prompt[1:], dtype=np.int64), draft)]
 

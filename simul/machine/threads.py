@@ -174,8 +174,3 @@ def choose_threads(
         return ThreadChoice(requested, "--threads", len(cpus), physical, busy, load1)
     threads = auto_threads(physical, busy, load1)
     return ThreadChoice(threads, "auto", len(cpus), physical, busy, load1)
-
-
-def default_threads() -> int:
-    """The automatic thread count now."""
-    return choose_threads(None).threads
