@@ -20,9 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 from simul.decoding.backend import LlamaBackend
+from simul.machine.calibration import calibrate
 from simul.request.default_model import default_model_path
 
 PROMPT = "English: The quick brown fox jumps over the lazy dog near the river bank today.\nGerman:"
@@ -50,29 +49,26 @@ def main() -> None:
     backend.warm_up()
     prompt = backend.tokenize(PROMPT, add_special=True)
 
-    def one_token() -> float:
-        backend.reset()
-        rows = backend.eval(prompt, logits_from=len(prompt) - 1)
-        assert rows is not None
-        token = int(np.argmax(rows[-1]))
-        start = time.perf_counter()
-        for _ in range(n_tokens):
-            rows = backend.eval([token], logits_from=0)
-            assert rows is not None
-            token = int(np.argmax(rows[-1]))
-        return (time.perf_counter() - start) / n_tokens * 1000
+    # the one-token pass and the row of a verification pass as `simul bench` calibrates them
+    costs = calibrate(
+        backend,
+        single_thread=False,
+        passes=n_tokens,
+        draft=n_draft,
+        repeats=args.repeats,
+        prompt_tokens=prompt,
+    )
 
-    def batch(all_logits: bool) -> float:
+    def last_row_only() -> float:
         backend.reset()
         backend.eval(prompt)
-        draft = list(range(1000, 1000 + n_draft))
+        draft = (prompt[1:] * n_draft)[:n_draft]  # ordinary tokens of this model's vocabulary
         start = time.perf_counter()
-        backend.eval(draft, logits_from=0 if all_logits else n_draft - 1)
+        backend.eval(draft, logits_from=n_draft - 1)
         return (time.perf_counter() - start) / n_draft * 1000
 
-    decode = best_of(args.repeats, one_token)
-    verify = best_of(args.repeats, lambda: batch(True))
-    body = best_of(args.repeats, lambda: batch(False))
+    decode, verify = costs.one_token_ms, costs.row_ms
+    body = best_of(args.repeats, last_row_only)
     backend.close()
     print(f"model {path.name}, {args.threads} threads")
     print(f"one-token decode (simul backend):        {decode:6.2f} ms/token")

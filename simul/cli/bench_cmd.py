@@ -64,11 +64,6 @@ def time_split(counts: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def pass_costs_of(run: dict[str, Any]) -> PassCosts | None:
-    record = (run.get("environment") or {}).get("pass_costs")
-    return PassCosts.from_json(record) if isinstance(record, dict) else None
-
-
 def verification_passes(results: list[StreamResult], chunk: int) -> list[int]:
     """The widths (rows) of a method's verification passes, from its step records: one pass per step with
     draft rows, or passes of ``chunk`` rows and a remainder with --verify-chunk."""
@@ -103,9 +98,8 @@ def speed_bounds(
     return r(at_min), r(at_run), r(c_run)
 
 
-def bench_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
+def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, Any]]:
     rows = []
-    costs = pass_costs_of(outcome.run)
     chunk = int(outcome.run["config"].get("verify_chunk") or 0)
     for method in outcome.scored.methods_json():
         counts = method["counts"]
@@ -365,7 +359,9 @@ def register(app: typer.Typer) -> None:
             names = ["--parallel 1", f"--parallel {parallel}"]
             (outcome, wide), lanes = run_side_by_side_with_progress([request, other], names, quiet, "bench")
             batched = side_by_side_json(outcome, wide, lanes, parallel)
-        rows = bench_rows(outcome)
+        recorded = outcome.run["environment"].get("pass_costs")  # as run.json has it
+        costs = PassCosts.from_json(recorded)
+        rows = bench_rows(outcome, costs)
         cfg = outcome.run["config"]
         title = markup(
             f"simul bench: {cfg['model']['name']}, {outcome.streams_done} streams "
@@ -373,7 +369,6 @@ def register(app: typer.Typer) -> None:
             newlines=False,
         )
         timing = TimingNotes.from_run(outcome.run)
-        costs = pass_costs_of(outcome.run)
         if not quiet:
             err_console.print(bench_table(rows, title, timing, costs))
             if batched is not None:
@@ -390,7 +385,7 @@ def register(app: typer.Typer) -> None:
                     "threads": cfg["threads"],
                     "cpu": outcome.run["environment"]["cpu"],
                     "timing_unreliable": timing.unreliable,
-                    "pass_costs": None if costs is None else costs.to_json(),
+                    "pass_costs": recorded,
                     "openmp": outcome.run["environment"].get("openmp"),
                     "run_dir": str(out) if out else None,
                     **({"side_by_side": batched} if batched is not None else {}),

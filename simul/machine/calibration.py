@@ -176,8 +176,10 @@ class PassCosts:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PassCosts | None:
-        """The record back from run.json; None when it is missing or damaged."""
+    def from_json(cls, data: Any) -> PassCosts | None:
+        """The record back from run.json (``environment.pass_costs``); None when it is missing or damaged."""
+        if not isinstance(data, Mapping):
+            return None
         try:
             single = data.get("one_token_single_ms")
             widths = tuple((int(n), float(ms)) for n, ms in data.get("widths") or ())

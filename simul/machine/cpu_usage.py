@@ -298,7 +298,7 @@ def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, st
     environment.pass_costs) makes unreliable, and why: every method when the machine's per-pass overhead
     was out of line (threads gaining too little over one thread); a method whose mean one-token pass in the
     run was more than MAX_SLOWDOWN times the calibrated one (the machine got slower during the run)."""
-    calibrated = PassCosts.from_json(costs) if isinstance(costs, dict) else None
+    calibrated = PassCosts.from_json(costs)
     if calibrated is None:
         return {}
     out: dict[str, str] = {}
