@@ -218,9 +218,8 @@ def test_diff_notes_a_different_wait_policy() -> None:
     assert "no OpenMP" in (wait_policy_difference(a, run("passive", None, [])) or "")
 
 
-def test_bench_prints_c_min_and_the_bound(tiny_model: Path, tmp_path: Path) -> None:
-    streams = tmp_path / "streams.jsonl"
-    write_streams(streams, make_streams())
+def test_bench_prints_c_min_and_the_bound(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    streams = streams_file
     out = tmp_path / "bench"
     result = runner.invoke(
         app,
@@ -258,10 +257,11 @@ def test_bench_prints_c_min_and_the_bound(tiny_model: Path, tmp_path: Path) -> N
     assert run["environment"]["pass_costs"]["c_min"] == pytest.approx(costs["c_min"], rel=1e-2)
 
 
-def test_calibration_leaves_the_results_unchanged(tiny_model: Path, tmp_path: Path) -> None:
+def test_calibration_leaves_the_results_unchanged(
+    tiny_model: Path, streams_file: Path, tmp_path: Path
+) -> None:
     """bench calibrates before the first stream; eval does not: the step outputs are the same."""
-    streams = tmp_path / "streams.jsonl"
-    write_streams(streams, make_streams())
+    streams = streams_file
     bench_out, eval_out = tmp_path / "bench", tmp_path / "eval"
     bench = runner.invoke(
         app,
