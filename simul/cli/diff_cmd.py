@@ -11,7 +11,7 @@ from rich.table import Table
 from simul.cli.common import err_console, handle_errors, print_json
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup, visible
-from simul.machine.cpu_usage import MARK, MIN_SHARE
+from simul.machine.cpu_usage import MARK, UNRELIABLE_WHY
 from simul.metrics.registry import METRICS
 from simul.reports.compare import (
     ALPHA,
@@ -48,10 +48,7 @@ def timing_lines(method: MethodComparison) -> list[str]:
                 seen.setdefault(f"{side} run: {why}", None)
     if not seen:
         return []
-    return [
-        f"{MARK} speed figures unreliable (the process got less than {100 * MIN_SHARE:.0f}% of the CPU "
-        "time it asked for): " + "; ".join(seen)
-    ]
+    return [f"{MARK} speed figures unreliable ({UNRELIABLE_WHY}): " + "; ".join(seen)]
 
 
 def _delta(row: MetricRow) -> str:

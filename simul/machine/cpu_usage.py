@@ -24,9 +24,11 @@ for measure the machine's other jobs as much as the method, so they are marked *
     cpu_per_wall < MIN_SHARE * threads
 
 The run queue test comes first because CPU/wall also depends on the OpenMP wait policy: with the passive
-policy (simul's default) threads sleep at barriers and during the single-threaded Python part of an update,
-so even on an idle machine a process may use fewer cores than it has threads; a thread that sleeps asks for
-nothing, while one waiting in the run queue is refused. CPU/wall is kept in the record either way.
+policy (simul's choice when a core is busy) threads sleep at barriers and during the single-threaded Python
+part of an update, so a process may use fewer cores than it has threads; a thread that sleeps asks for
+nothing, while one waiting in the run queue is refused. CPU/wall is kept in the record either way. Since
+issue 23 a method is also marked when its forward passes cost more than calibrated (simul.machine.calibration,
+`simul bench`).
 """
 
 from __future__ import annotations
@@ -205,6 +207,11 @@ class CpuMeter:
 
 # -- reading the record back: which speed figures to mark ---------------------------------------------------
 
+# What makes a method's timing unreliable, in the words of the tables and `simul diff`.
+UNRELIABLE_WHY = (
+    f"the process got less than {100 * MIN_SHARE:.0f}% of the CPU time it asked for (other jobs were "
+    "running), or its forward passes cost more than the machine's calibrated ones"
+)
 # Figures relative to RT's speed in the same run: unreliable when RT's timing is.
 RELATIVE_TO_RT = ("speedup", "speedup_e2e", "efficiency")
 MARK = "!"
@@ -286,11 +293,7 @@ class TimingNotes:
         if not self.unreliable:
             return None
         each = "; ".join(f"{self.labels.get(k, k)} {why}" for k, why in sorted(self.unreliable.items()))
-        return (
-            f"{MARK} speed figures unreliable: the process got less than {100 * MIN_SHARE:.0f}% of the CPU "
-            "time it asked for (other jobs were running), or its forward passes cost more than the "
-            f"machine's calibrated ones: {each}"
-        )
+        return f"{MARK} speed figures unreliable: {UNRELIABLE_WHY}: {each}"
 
 
 def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, str]:
