@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
@@ -47,3 +50,15 @@ def eval_args(model: Path, streams: Path, *extra: str) -> list[str]:
         "--quiet",
         *extra,
     ]
+
+
+def load_tool(name: str) -> ModuleType:
+    """A script of tools/ (not a package) imported as module ``name``, registered in sys.modules so that its
+    dataclasses and the tools that import it resolve."""
+    path = Path(__file__).resolve().parent.parent / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

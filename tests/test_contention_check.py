@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "contention_check.py"
+from tests.helpers import load_tool
 
 
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("contention_check", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["contention_check"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("contention_check")
 
 
 def test_variant_splits_environment_from_options(tool: ModuleType) -> None:

@@ -4,20 +4,19 @@ nvidia-smi (nothing is downloaded, built or run on a GPU here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.helpers import load_tool
+
 REPO = Path(__file__).resolve().parent.parent
-TOOL = REPO / "tools" / "gpu_bundle.py"
 SCRIPT = REPO / "tools" / "gpu_measure.sh"
 MIB = 1024 * 1024
 
@@ -28,12 +27,7 @@ needs_bash_tools = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_bundle", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_bundle"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu_bundle")
 
 
 def git_repo(path: Path) -> Path:
@@ -410,10 +404,7 @@ def cpu_has_amx() -> bool:
 @needs_bash_tools
 @pytest.mark.skipif(not cpu_has_amx(), reason="the CPU reports no AMX")
 def test_amx_is_built_out_as_for_the_cpu_wheel() -> None:
-    spec = importlib.util.spec_from_file_location("llama_wheel", REPO / "tools" / "llama_wheel.py")
-    assert spec is not None and spec.loader is not None
-    llama_wheel = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(llama_wheel)
+    llama_wheel = load_tool("llama_wheel")
     done = measure("--dry-run", "--arch", "90")
     build = next(c for c in commands(done.stdout) if "--no-build-isolation" in c)
     flags = llama_wheel.AMX_FLAGS.replace(" ", "\\ ")

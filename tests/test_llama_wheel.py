@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.helpers import load_tool
 
-REPO = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("llama_wheel", REPO / "tools" / "llama_wheel.py")
-assert spec is not None and spec.loader is not None
-tool = importlib.util.module_from_spec(spec)
-sys.modules["llama_wheel"] = tool
-spec.loader.exec_module(tool)
+tool = load_tool("llama_wheel")
 
 AMX_CPU = "avx2 avx512f amx_bf16 amx_tile amx_int8 fma"
 
