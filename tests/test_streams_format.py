@@ -81,7 +81,7 @@ def test_blank_lines_are_skipped_and_limit_applies(tmp_path: Path) -> None:
     [
         ('{"format": "simul-stream", "version": 1, "id": ', "s.jsonl:2: malformed JSON"),
         ('{"id": "a\tb"}', "s.jsonl:2: malformed JSON (Invalid control character at column 10)"),
-        (json.dumps(record(version=3)), "s.jsonl:2: stream format version 3 is not supported"),
+        (json.dumps(record(version=9)), "s.jsonl:2: stream format version 9 is not supported"),
         (json.dumps(record(format="other")), "s.jsonl:2: not a simul stream record"),
         (json.dumps(record(tgt="xx")), "s.jsonl:2: unknown language code 'xx'"),
         (json.dumps(record(steps=[])), "s.jsonl:2: stream 's1' has no steps"),
