@@ -9,6 +9,19 @@ from typing import Any
 from simul.request.methods import Method
 
 
+TALK_KEYS = (
+    "source_words",
+    "emitted_ms",
+    "elapsed_ms",
+    "deleted",
+    "committed_words",
+    "committed_chars",
+    "closed",
+    "open",
+    "prompt_tokens",
+)
+
+
 @dataclass
 class StepRecord:
     """Everything that happened at one step of one stream under one method."""
@@ -43,6 +56,24 @@ class StepRecord:
     # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
     verify_rows: int = 0
     decode_passes: int = 0
+    # Long-form streams only (a whole talk, see simul.decoding.longform): ``output`` and ``display`` are then
+    # the talk-level texts after this update (committed target + the open window's output or displayed part),
+    # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings this update
+    # ran (closing windows and re-translating the open one), so TPS and A/D, A/O count the work done, not the
+    # committed text repeated. The keys of ``talk`` (see TALK_KEYS):
+    #   source_words     source words known at this update (the talk's transcript, whitespace words)
+    #   emitted_ms       when the update was emitted on the talk's clock, computation-unaware: the step's
+    #                    time_ms (None for untimed text documents)
+    #   elapsed_ms       computation-aware: the talk's clock when the update's computation ended,
+    #                    max(time_ms, previous elapsed_ms) + (t_prompt + t_gen) in ms; for untimed documents
+    #                    the computation time spent on the talk so far
+    #   deleted          the text of the previous talk-level output that this update took back
+    #   committed_words  source words in closed (committed) windows after this update
+    #   committed_chars  characters of ``output`` (and ``display``) that are committed: never revised again
+    #   closed           source word ranges [start, end) of the windows closed (and committed) at this update
+    #   open             the source word range [start, end) of the open window after this update
+    #   prompt_tokens    the largest prompt (template + context + window) of this update's decodings
+    talk: dict[str, Any] | None = None
 
     @property
     def new_tokens(self) -> int:
@@ -74,6 +105,7 @@ class StepRecord:
             "t_decode": round(self.t_decode, 6),
             "verify_rows": self.verify_rows,
             "decode_passes": self.decode_passes,
+            **({"talk": self.talk} if self.talk is not None else {}),
         }
 
     @classmethod
