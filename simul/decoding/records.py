@@ -8,7 +8,6 @@ from typing import Any
 
 from simul.request.methods import Method
 
-
 TALK_KEYS = (
     "source_words",
     "emitted_ms",
@@ -58,7 +57,7 @@ class StepRecord:
     decode_passes: int = 0
     # Long-form streams only (a whole talk, see simul.decoding.longform): ``output`` and ``display`` are then
     # the talk-level texts after this update (committed target + the open window's output or displayed part),
-    # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings this update
+    # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings the update
     # ran (closing windows and re-translating the open one), so TPS and A/D, A/O count the work done, not the
     # committed text repeated. The keys of ``talk`` (see TALK_KEYS):
     #   source_words     source words known at this update (the talk's transcript, whitespace words)
