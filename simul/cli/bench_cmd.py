@@ -20,8 +20,10 @@ import typer
 from rich.table import Table
 
 from simul.cli.common import (
+    ContextSentencesOpt,
     FuseOpt,
     LimitOpt,
+    MaxWindowOpt,
     ModelOpt,
     NCtxOpt,
     NGpuLayersOpt,
@@ -38,6 +40,7 @@ from simul.cli.running import engine_settings, run_side_by_side_with_progress, r
 from simul.common.errors import UsageError
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
+from simul.decoding.longform import WindowPolicy
 from simul.decoding.records import StreamResult
 from simul.machine.calibration import PassCosts
 from simul.machine.cpu_usage import MARK, TimingNotes
@@ -313,6 +316,8 @@ def register(app: typer.Typer) -> None:
         n_ctx: NCtxOpt = 2048,
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
+        max_window: MaxWindowOpt = 30,
+        context_sentences: ContextSentencesOpt = 1,
         n_gpu_layers: NGpuLayersOpt = None,
         parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Also write the run directory here.")] = None,
@@ -338,7 +343,15 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--out and --parallel-out must be different directories")
         # checked as given (--parallel included); the N = 1 run and, with N > 1, the batched one beside it
         settings = engine_settings(
-            model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+            model,
+            template,
+            n_ctx,
+            threads,
+            fuse,
+            verify_chunk,
+            n_gpu_layers,
+            parallel,
+            window=WindowPolicy(max_window, context_sentences),
         )
         request = EvalRequest(
             streams_path=streams or default_streams_file(),

@@ -157,6 +157,21 @@ VerifyChunkOpt = Annotated[
         "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
     ),
 ]
+MaxWindowOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-window",
+        help="Long-form streams (whole talks): cut the source into windows at sentence ends, and after this "
+        "many words when none comes; only the open window is re-translated.",
+    ),
+]
+ContextSentencesOpt = Annotated[
+    int,
+    typer.Option(
+        "--context-sentences",
+        help="Long-form streams: committed sentence pairs put before the open window in the prompt.",
+    ),
+]
 NGpuLayersOpt = Annotated[
     int | None,
     typer.Option(

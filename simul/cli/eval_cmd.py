@@ -9,8 +9,10 @@ import typer
 
 from simul.cli.common import (
     CometModelOpt,
+    ContextSentencesOpt,
     FuseOpt,
     LimitOpt,
+    MaxWindowOpt,
     ModelOpt,
     NCtxOpt,
     NeTokenizerOpt,
@@ -29,6 +31,7 @@ from simul.cli.running import engine_settings
 from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
+from simul.decoding.longform import WindowPolicy
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, reference_note, units_caption
@@ -160,6 +163,8 @@ def register(app: typer.Typer) -> None:
         n_ctx: NCtxOpt = 2048,
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
+        max_window: MaxWindowOpt = 30,
+        context_sentences: ContextSentencesOpt = 1,
         n_gpu_layers: NGpuLayersOpt = None,
         parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
@@ -180,7 +185,15 @@ def register(app: typer.Typer) -> None:
                 method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta, display, agreement
             ),
             engine=engine_settings(
-                model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+                model,
+                template,
+                n_ctx,
+                threads,
+                fuse,
+                verify_chunk,
+                n_gpu_layers,
+                parallel,
+                window=WindowPolicy(max_window, context_sentences),
             ),
             limit=limit,
             out=out,

@@ -20,6 +20,7 @@ from simul.cli.common import err_console, interrupt_exit, show_progress
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.decoding.engine import EngineSettings
+from simul.decoding.longform import WindowPolicy
 from simul.request.templates import TEMPLATE_NAMES
 from simul.runs.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
 from simul.runs.side_by_side import LaneRecord, run_side_by_side
@@ -118,8 +119,11 @@ def engine_settings(
     verify_chunk: int,
     n_gpu_layers: int | None = None,
     parallel: int = 1,
+    window: WindowPolicy | None = None,
 ) -> EngineSettings:
     check_engine_options(n_ctx, threads, verify_chunk, template, parallel)
+    window = window or WindowPolicy()
+    window.check()
     return EngineSettings(
         model=model,
         template=template,
@@ -129,6 +133,7 @@ def engine_settings(
         verify_chunk=verify_chunk,
         n_gpu_layers=n_gpu_layers,
         parallel=parallel,
+        window=window,
     )
 
 

@@ -9,8 +9,10 @@ import typer
 
 from simul.cli.common import (
     CometModelOpt,
+    ContextSentencesOpt,
     FuseOpt,
     LimitOpt,
+    MaxWindowOpt,
     ModelOpt,
     NCtxOpt,
     NeTokenizerOpt,
@@ -30,6 +32,7 @@ from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_opt
 from simul.common.errors import UsageError
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
+from simul.decoding.longform import WindowPolicy
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
@@ -98,6 +101,8 @@ def register(app: typer.Typer) -> None:
         n_ctx: NCtxOpt = 2048,
         fuse: FuseOpt = False,
         verify_chunk: VerifyChunkOpt = 0,
+        max_window: MaxWindowOpt = 30,
+        context_sentences: ContextSentencesOpt = 1,
         n_gpu_layers: NGpuLayersOpt = None,
         parallel: ParallelOpt = 1,
         out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
@@ -121,7 +126,15 @@ def register(app: typer.Typer) -> None:
             streams_path=streams or default_streams_file(),
             methods=methods,
             engine=engine_settings(
-                model, template, n_ctx, threads, fuse, verify_chunk, n_gpu_layers, parallel
+                model,
+                template,
+                n_ctx,
+                threads,
+                fuse,
+                verify_chunk,
+                n_gpu_layers,
+                parallel,
+                window=WindowPolicy(max_window, context_sentences),
             ),
             limit=limit,
             out=out,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
 from simul.decoding.backend.llama import pass_hook_suspended
 from simul.decoding.backend.sequence import KVSequence
+from simul.decoding.longform import WindowPolicy
 from simul.decoding.passes import Passes
 from simul.decoding.scheduler import BatchScheduler
 from simul.machine import clock
@@ -47,6 +48,7 @@ class EngineSettings:
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
     parallel: int = 1  # streams decoded at once, their forward passes batched
     calibrate: bool = False  # measure the forward-pass costs first (simul.machine.calibration; bench does)
+    window: WindowPolicy = field(default_factory=WindowPolicy)  # long-form streams (simul.decoding.longform)
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -111,6 +113,7 @@ class Engine:
             max_len_slack=self.settings.max_len_slack,
             fuse=self.settings.fuse,
             verify_chunk=self.settings.verify_chunk,
+            window=self.settings.window,
         )
 
     def preflight(self, streams: Sequence[Stream]) -> None:

@@ -39,6 +39,8 @@ from simul.decoding.backend.sequence import KVSequence
 from simul.decoding.display.local_agreement import local_agreement
 from simul.decoding.display.mask import hide_last
 from simul.decoding.drafts import find_ngram, is_ending_piece
+from simul.decoding.longform.policy import WindowPolicy
+from simul.decoding.longform.talk import talk_positions_needed, talk_steps
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock
@@ -59,6 +61,7 @@ class StreamDecoder:
         max_len_slack: int = 10,
         fuse: bool = False,
         verify_chunk: int = 0,
+        window: WindowPolicy | None = None,
     ) -> None:
         self.backend = backend
         self.template = template
@@ -71,11 +74,13 @@ class StreamDecoder:
         # drafts in chunks of that many tokens and stops at the first rejection (0: the whole draft at once).
         self.fuse = fuse
         self.verify_chunk = verify_chunk
+        # How long-form streams (whole talks) are cut into windows (simul.decoding.longform).
+        self.window = window or WindowPolicy()
 
     # -- prompt ---------------------------------------------------------------------------------------------
 
-    def prompt_for(self, stream: Stream, source: str) -> Prompt:
-        return self.template.render(get_language(stream.src), get_language(stream.tgt), source)
+    def prompt_for(self, stream: Stream, source: str, context: Sequence[tuple[str, str]] = ()) -> Prompt:
+        return self.template.render(get_language(stream.src), get_language(stream.tgt), source, context)
 
     def tokenize_prompt(self, prompt: Prompt) -> list[int]:
         """Tokenize the prompt as one text, unless the source holds special-token text.
@@ -107,7 +112,10 @@ class StreamDecoder:
         return int(self.max_len_ratio * n_src) + self.max_len_slack
 
     def positions_needed(self, stream: Stream) -> int:
-        """The most KV positions any step of ``stream`` can need: its prompt plus the output length cap."""
+        """The most KV positions any step of ``stream`` can need: its prompt plus the output length cap
+        (for a long-form stream, a bound over its windows: simul.decoding.longform.talk_positions_needed)."""
+        if stream.longform:
+            return talk_positions_needed(self, stream, self.window)
         need = 0
         for step in stream.steps:
             n_prompt = len(self.tokenize_prompt(self.prompt_for(stream, step.source)))
@@ -116,6 +124,17 @@ class StreamDecoder:
 
     def check_fits(self, stream: Stream) -> None:
         """Raise ContextOverflowError naming the stream when any step cannot fit the context window."""
+        if stream.longform:
+            need = self.positions_needed(stream)
+            if need > self.backend.n_ctx:
+                raise ContextOverflowError(
+                    f"talk {stream.id!r}: a window of up to {self.window.max_window} words with "
+                    f"{self.window.context_sentences} context sentence(s) may need {need} positions, but the "
+                    f"context window is {self.backend.n_ctx}",
+                    needed=need,
+                    remedy=" or lower --max-window / --context-sentences",
+                )
+            return
         for index, step in enumerate(stream.steps):
             n_prompt = len(self.tokenize_prompt(self.prompt_for(stream, step.source)))
             need = n_prompt + self.max_output_tokens(step.source)
@@ -137,6 +156,8 @@ class StreamDecoder:
 
     def stream_steps(self, stream: Stream, seq: KVSequence) -> Passes[StreamResult]:
         """The step machine of one stream: yields the forward passes it needs, returns the result."""
+        if stream.longform:
+            return (yield from talk_steps(self, stream, seq, self.window))
         result = StreamResult(stream_id=stream.id, method=self.method)
         # Every stream starts from the same state, whatever ran before (see KVSequence.start_from); within
         # the stream, each step keeps what it can of the previous step's cache.
@@ -165,13 +186,19 @@ class StreamDecoder:
         return run_alone(self.step_passes(stream, index, draft, seq), seq)
 
     def step_passes(
-        self, stream: Stream, index: int, draft: Sequence[int], seq: KVSequence
+        self,
+        stream: Stream,
+        index: int,
+        draft: Sequence[int],
+        seq: KVSequence,
+        context: Sequence[tuple[str, str]] = (),
     ) -> Passes[StepRecord]:
+        """One step: ``context`` holds earlier (source, target) pairs for the prompt (long-form windows)."""
         backend = self.backend
         step = stream.steps[index]
         method = self.method
         t0 = clock.wall()
-        prompt = self.tokenize_prompt(self.prompt_for(stream, step.source))
+        prompt = self.tokenize_prompt(self.prompt_for(stream, step.source, context))
         max_len = self.max_output_tokens(step.source)
         if len(prompt) + max_len > seq.n_ctx:
             self.check_fits(stream)  # raises with the full explanation

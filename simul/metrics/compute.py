@@ -18,6 +18,7 @@ from simul.metrics.erasure import normalized_erasure, stream_erasure
 from simul.metrics.latency import Lagging
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
 from simul.metrics.speed import row_cost, speed, speedup
+from simul.metrics.talk_cost import talk_cost
 from simul.metrics.tokenizers import get_tokenizer
 from simul.metrics.units import source_unit, target_unit
 from simul.request.methods import Method
@@ -244,7 +245,27 @@ def method_report(
             extra[name] = None
     if missing:
         extra["not_available"] = sorted(missing)
+    if any(streams[r.stream_id].longform for r in results):
+        _add_talk_figures(results, metrics, extra, per_stream)
     return MethodReport(method=method, metrics=metrics, per_stream=per_stream, extra=extra)
+
+
+def _add_talk_figures(
+    results: Sequence[StreamResult],
+    metrics: dict[str, float | None],
+    extra: dict[str, Any],
+    per_stream: list[dict[str, Any]],
+) -> None:
+    """Long-form runs: the cost of updates along the talks (metrics.talk_cost); the short-form latencies,
+    which measure a sentence from its start, are left out (long-form latency: simul.metrics.longform)."""
+    extra["talk_cost"] = talk_cost([r.steps for r in results])
+    metrics["cost_growth"] = extra["talk_cost"]["cost_growth"]
+    for row, result in zip(per_stream, results, strict=True):
+        row["talk_cost"] = talk_cost([result.steps])
+    for name in ("latency", "al", "dal", "yaal", "latency_ca", "al_ca", "dal_ca", "yaal_ca"):
+        metrics[name] = None
+    for row in per_stream:
+        row["latency"] = row["yaal"] = None
 
 
 def reports_for(

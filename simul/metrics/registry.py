@@ -74,6 +74,13 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("p50_update_ms", False, "p50 ms", "median time per update, prompt included", timing=True),
         MetricInfo("p95_update_ms", False, "p95 ms", "95th percentile time per update", timing=True),
         MetricInfo("agreement_rt", True, "=RT", "share of steps whose output equals RT's, percent"),
+        MetricInfo(
+            "cost_growth",
+            False,
+            "Growth",
+            "long-form: mean update time in the talks' last quarter / first quarter (metrics.talk_cost)",
+            timing=True,
+        ),
     ]
 }
 

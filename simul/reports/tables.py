@@ -89,7 +89,33 @@ def units_caption(methods: Sequence[dict[str, Any]]) -> str:
         f"units: LAAL/AL/DAL/YAAL in source {source}, target counted in {target}s (metrics/units.py); "
         f"CA latencies in ms; NE in {ne} tokens, pooled over streams (ne_mean: mean of per-stream NE)"
     )
+    if counts.get("talk_cost"):
+        line = (
+            f"long-form (whole talks): NE in {ne} tokens over each talk's updates; BLEU/chrF of the whole "
+            "talk against its joined references\n" + talk_cost_caption(methods)
+        )
     missing = counts.get("not_available")
     if isinstance(missing, list) and missing:
         line += f"; not available in these outputs: {', '.join(str(m) for m in missing)}"
     return line
+
+
+def talk_cost_caption(methods: Sequence[dict[str, Any]]) -> str:
+    """Long-form runs: mean time per update in each quarter of the talks, per method (metrics.talk_cost)."""
+    parts = []
+    largest = 0
+    for method in methods:
+        cost = method.get("counts", {}).get("talk_cost") or {}
+        quarters = cost.get("cost_quarters_ms") or []
+        if not quarters:
+            continue
+        shown = "/".join("-" if q is None else f"{q:.0f}" for q in quarters)
+        growth = cost.get("cost_growth")
+        label = method.get("label", method.get("name", "?"))
+        parts.append(f"{label} {shown}" + (f" (x{growth:.2f})" if growth is not None else ""))
+        largest = max(largest, int(cost.get("prompt_tokens_max") or 0))
+    return (
+        "ms per update by quarter of the talk (last/first in brackets): "
+        + "; ".join(parts)
+        + f"; largest prompt {largest} tokens"
+    )

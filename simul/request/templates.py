@@ -13,10 +13,15 @@ Presets:
 * ``qwen3``: the Qwen3 4B prompt of the SSBD paper (Table 5), with thinking switched off.
 * ``chat``: the chat template stored in the GGUF (``tokenizer.chat_template``), for instruct models, with the
   paper's instruction as the user turn.
+
+Long-form decoding (simul.decoding.longform) puts the last committed sentence pairs of a talk before the
+source as *context*: completion templates write them as earlier lines of the same format, chat templates as
+earlier user/assistant turns (the history a chat model expects). With no context the prompt is unchanged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import jinja2
@@ -52,12 +57,30 @@ class Template:
     stop_at_newline: bool
     before: str
     after: str
+    # One earlier (source, translation) pair as it is written at ``{context}`` in ``before``; ``{s}`` and
+    # ``{t}`` are the pair's texts. Empty: the template takes no context (it is put before ``before``).
+    context_turn: str = ""
+    # A GGUF chat template (jinja) renders the context itself, as earlier turns.
+    chat_source: str | None = None
+    bos_token: str = ""
+    eos_token: str = ""
 
-    def render(self, src: Language, tgt: Language, source: str) -> Prompt:
+    def render(
+        self, src: Language, tgt: Language, source: str, context: Sequence[tuple[str, str]] = ()
+    ) -> Prompt:
+        if context and self.chat_source is not None:
+            return _render_chat(self, src, tgt, source, context)
         fill = {"src": src.name, "tgt": tgt.name}
         before = self.before.replace("{examples}", _examples_block(src, tgt))
+        turns = "".join(
+            _fill(self.context_turn, fill).replace("{s}", s).replace("{t}", t) for s, t in context
+        )
+        if "{context}" in before:
+            before = _fill(before, fill).replace("{context}", turns)
+        else:
+            before = turns + _fill(before, fill)
         return Prompt(
-            before=_fill(before, fill),
+            before=before,
             source=source,
             after=_fill(self.after, fill),
         )
@@ -124,29 +147,35 @@ PRESETS: dict[str, Template] = {
         name="fewshot",
         description="few-shot completion prompt for base models; stops at the end of the line",
         stop_at_newline=True,
-        before="{examples}{src}: ",
+        before="{examples}{context}{src}: ",
         after="\n{tgt}:",
+        context_turn="{src}: {s}\n{tgt}: {t}\n\n",
     ),
     "plain": Template(
         name="plain",
         description="zero-shot completion prompt; stops at the end of the line",
         stop_at_newline=True,
-        before="{src}: ",
+        before="{context}{src}: ",
         after="\n{tgt}:",
+        context_turn="{src}: {s}\n{tgt}: {t}\n\n",
     ),
     "tower": Template(
         name="tower",
         description="Tower+ 2B prompt from the SSBD paper (Table 5)",
         stop_at_newline=False,
-        before="<start_of_turn>user\n" + INSTRUCTION + "\n{src}: ",
+        before="{context}<start_of_turn>user\n" + INSTRUCTION + "\n{src}: ",
         after="\n{tgt}:<end_of_turn>\n<start_of_turn>model\n",
+        context_turn="<start_of_turn>user\n"
+        + INSTRUCTION
+        + "\n{src}: {s}\n{tgt}:<end_of_turn>\n<start_of_turn>model\n{t}<end_of_turn>\n",
     ),
     "qwen3": Template(
         name="qwen3",
         description="Qwen3 4B prompt from the SSBD paper (Table 5), thinking off",
         stop_at_newline=False,
-        before="<|im_start|>system\n" + INSTRUCTION + "<|im_end|>\n<|im_start|>user\n{src}: ",
+        before="<|im_start|>system\n" + INSTRUCTION + "<|im_end|>\n{context}<|im_start|>user\n{src}: ",
         after="<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n{tgt}:",
+        context_turn="<|im_start|>user\n{src}: {s}<|im_end|>\n<|im_start|>assistant\n{tgt}: {t}<|im_end|>\n",
     ),
 }
 
@@ -155,8 +184,13 @@ TEMPLATE_NAMES = ("auto", "chat", *PRESETS)
 _SENTINEL = "\u2063SIMUL_SOURCE\u2063"
 
 
-def chat_template(jinja_source: str, bos_token: str = "", eos_token: str = "") -> Template:
-    """A Template from a GGUF chat template: the instruction and source as one user turn."""
+_USER_TURN = INSTRUCTION + "\n{src}: {s}\n{tgt}:"
+
+
+def _render_jinja(
+    jinja_source: str, bos_token: str, eos_token: str, messages: list[dict[str, str]]
+) -> tuple[str, str]:
+    """Render ``messages`` (the last user turn holding the sentinel) and split at the sentinel."""
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
 
     def raise_exception(message: str) -> None:
@@ -166,9 +200,7 @@ def chat_template(jinja_source: str, bos_token: str = "", eos_token: str = "") -
     try:
         compiled = env.from_string(jinja_source)
         rendered = compiled.render(
-            messages=[
-                {"role": "user", "content": INSTRUCTION + "\n{src}: " + _SENTINEL + "\n{tgt}:"},
-            ],
+            messages=messages,
             add_generation_prompt=True,
             bos_token=bos_token,
             eos_token=eos_token,
@@ -183,13 +215,42 @@ def chat_template(jinja_source: str, bos_token: str = "", eos_token: str = "") -
     # llama.cpp adds BOS itself when the model asks for it; do not add it twice.
     if bos_token and before.startswith(bos_token):
         before = before[len(bos_token) :]
+    return before, after
+
+
+def chat_template(jinja_source: str, bos_token: str = "", eos_token: str = "") -> Template:
+    """A Template from a GGUF chat template: the instruction and source as one user turn."""
+    before, after = _render_jinja(
+        jinja_source,
+        bos_token,
+        eos_token,
+        [{"role": "user", "content": _USER_TURN.replace("{s}", _SENTINEL)}],
+    )
     return Template(
         name="chat",
         description="the chat template stored in the GGUF",
         stop_at_newline=False,
         before=before,
         after=after,
+        chat_source=jinja_source,
+        bos_token=bos_token,
+        eos_token=eos_token,
     )
+
+
+def _render_chat(
+    template: Template, src: Language, tgt: Language, source: str, context: Sequence[tuple[str, str]]
+) -> Prompt:
+    """A chat template's prompt with the context pairs as earlier user/assistant turns."""
+    assert template.chat_source is not None
+    fill = {"src": src.name, "tgt": tgt.name}
+    messages: list[dict[str, str]] = []
+    for s, t in context:
+        messages.append({"role": "user", "content": _fill(_USER_TURN, fill).replace("{s}", s)})
+        messages.append({"role": "assistant", "content": t})
+    messages.append({"role": "user", "content": _fill(_USER_TURN, fill).replace("{s}", _SENTINEL)})
+    before, after = _render_jinja(template.chat_source, template.bos_token, template.eos_token, messages)
+    return Prompt(before=before, source=source, after=after)
 
 
 def get_template(name: str) -> Template:

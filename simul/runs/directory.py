@@ -355,6 +355,7 @@ _RESUME_KEYS = (
     "fuse",
     "verify_chunk",
     "shard",
+    "longform",
 )
 
 

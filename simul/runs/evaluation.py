@@ -262,6 +262,8 @@ def _run_config(
         "comet_batch_size": request.comet_batch_size,
         **request.extra_config,
     }
+    if any(stream.longform for stream in every_stream):
+        config["longform"] = engine.settings.window.to_json()
     if selection is not None and request.shard is not None:
         config["streams"]["total"] = selection.total
         config["shard"] = shard_config(request.shard, selection)

@@ -1,0 +1,208 @@
+"""Decoding a whole talk as one stream: RT, SSBD and CD inside a bounded window (issue "whole talks").
+
+At every update of a long-form stream (a new transcript of the whole talk so far):
+
+1. the windows that close now are cut (simul.decoding.longform.policy): each gets a *final* translation, with
+   the open window's previous output as its draft (SSBD) exactly as the last step of a sentence does in a
+   short-form stream, and is committed: committed target is never revised;
+2. the open window (the source after the last closed window) is re-translated as a non-final step, its draft
+   being the open window's previous output; mask-k (display or output) and LocalAgreement apply to it;
+3. the viewer sees the committed target followed by the displayed part of the open window.
+
+The prompt holds the last ``context_sentences`` committed (source, target) pairs before the window
+(simul.request.templates renders them as earlier lines or turns). The KV cache keeps the longest common token
+prefix from one decoding to the next (simul.decoding.backend.sequence.KVSequence.reuse_prefix), so template
+and context are evaluated once per window, not per update. Because a window never holds more than
+``max_window`` source units and the context is the last few windows, the prompt and the cost of an update are
+bounded independently of the talk's length (:func:`talk_positions_needed`). A talk starts from the canonical
+start state like any stream, so its result depends on the talk, method, model and settings alone.
+
+The update's record (simul.decoding.records.StepRecord) holds the talk-level output and display, and sums
+the work of the window decodings the update ran; ``talk`` holds the long-form facts (see records.TALK_KEYS).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from simul.common.languages import get_language
+from simul.decoding.display.local_agreement import local_agreement
+from simul.decoding.display.mask import hide_last
+from simul.decoding.longform.policy import WindowPolicy, closed_windows, join_units, source_units
+from simul.decoding.passes import Passes
+from simul.decoding.records import StepRecord, StreamResult
+from simul.streams.format import Step, Stream, join_texts
+
+if TYPE_CHECKING:
+    from simul.decoding.backend.sequence import KVSequence
+    from simul.decoding.stream import StreamDecoder
+
+_SUMMED = (
+    "reused_tokens",
+    "processed_tokens",
+    "draft_tokens",
+    "accepted",
+    "accepted_chars",
+    "t_prompt",
+    "t_gen",
+    "ending_tokens",
+    "resync_drafted",
+    "resync_accepted",
+    "t_prompt_eval",
+    "t_verify",
+    "t_decode",
+    "verify_rows",
+    "decode_passes",
+)
+
+
+def window_stream(talk: Stream, source: str, final: bool) -> Stream:
+    """A window as a one-step stream for the sentence decoder (same id and languages as the talk)."""
+    return Stream(id=talk.id, src=talk.src, tgt=talk.tgt, steps=(Step(source=source, final=final),))
+
+
+def talk_steps(
+    decoder: StreamDecoder, stream: Stream, seq: KVSequence, policy: WindowPolicy
+) -> Passes[StreamResult]:
+    """The step machine of one long-form stream: yields its forward passes, returns one record per update."""
+    method = decoder.method
+    result = StreamResult(stream_id=stream.id, method=method)
+    seq.start_from(decoder.start_prefix(stream))
+    unspaced_src = get_language(stream.src).unspaced
+    unspaced_tgt = get_language(stream.tgt).unspaced
+    committed: list[str] = []  # the target of every closed window, in order
+    context: deque[tuple[str, str]] = deque(maxlen=policy.context_sentences)
+    start = 0  # the open window's first source unit
+    draft: list[int] = []  # the open window's previous output (masked with --mask output)
+    window_outputs: list[str] = []  # the open window's outputs so far (LocalAgreement)
+    previous_output = ""
+    elapsed_ms = 0.0
+    k = method.mask_k
+    for index, step in enumerate(stream.steps):
+        units = source_units(step.source, unspaced_src)
+        records: list[StepRecord] = []
+        closed = closed_windows(units, start, step.final, policy)
+        for a, b in closed:
+            source = join_units(units[a:b], unspaced_src)
+            window = window_stream(stream, source, final=True)
+            record = yield from decoder.step_passes(
+                window, 0, draft if method.uses_draft else [], seq, context=tuple(context)
+            )
+            records.append(record)
+            committed.append(record.output)
+            context.append((source, record.output))
+            draft, window_outputs = [], []
+            start = b
+        open_output = open_display = ""
+        if start < len(units) and not step.final:
+            source = join_units(units[start:], unspaced_src)
+            window = window_stream(stream, source, final=False)
+            record = yield from decoder.step_passes(
+                window, 0, draft if method.uses_draft else [], seq, context=tuple(context)
+            )
+            records.append(record)
+            open_output, open_display = record.output, record.display
+            window_outputs.append(open_output)
+            if method.display == "local-agreement":
+                open_display = local_agreement(window_outputs, method.agreement, unspaced_tgt)
+            ids = record.output_ids
+            draft = hide_last(ids, k) if (k and method.mask == "output") else list(ids)
+        committed_text = join_texts(committed, stream.tgt)
+        output = join_texts([committed_text, open_output], stream.tgt)
+        display = join_texts([committed_text, open_display], stream.tgt)
+        work = sum(r.t_prompt + r.t_gen for r in records) * 1000.0
+        if step.time_ms is not None:
+            elapsed_ms = max(step.time_ms, elapsed_ms) + work
+        else:
+            elapsed_ms += work
+        keep = _common_prefix(previous_output, output)
+        talk: dict[str, Any] = {
+            "source_words": len(units),
+            "emitted_ms": step.time_ms,
+            "elapsed_ms": round(elapsed_ms, 3),
+            "deleted": previous_output[keep:],
+            "committed_words": start,
+            "committed_chars": len(committed_text),
+            "closed": [[a, b] for a, b in closed],
+            "open": [start, max(start, len(units))] if not step.final else [start, start],
+            "prompt_tokens": max((r.prompt_tokens for r in records), default=0),
+        }
+        result.steps.append(_update_record(index, step, records, output, display, talk))
+        previous_output = output
+    return result
+
+
+def _update_record(
+    index: int,
+    step: Step,
+    records: Sequence[StepRecord],
+    output: str,
+    display: str,
+    talk: dict[str, Any],
+) -> StepRecord:
+    sums: dict[str, Any] = {name: sum(getattr(r, name) for r in records) for name in _SUMMED}
+    ids = [token for r in records for token in r.output_ids]
+    return StepRecord(
+        step=index,
+        source=step.source,
+        final=step.final,
+        time_ms=step.time_ms,
+        prompt_tokens=talk["prompt_tokens"],
+        output_ids=ids,
+        output=output,
+        display=output if step.final else display,
+        stop=records[-1].stop if records else "",
+        talk=talk,
+        **sums,
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def talk_windows(stream: Stream, policy: WindowPolicy) -> list[tuple[str, bool]]:
+    """Every window source the policy will decode on ``stream`` (closed ones final), in order: the windows
+    are a function of the transcript and the policy alone, so they are known before decoding."""
+    unspaced = get_language(stream.src).unspaced
+    out: list[tuple[str, bool]] = []
+    start = 0
+    for step in stream.steps:
+        units = source_units(step.source, unspaced)
+        for a, b in closed_windows(units, start, step.final, policy):
+            out.append((join_units(units[a:b], unspaced), True))
+            start = b
+        if start < len(units) and not step.final:
+            out.append((join_units(units[start:], unspaced), False))
+    return out
+
+
+def talk_positions_needed(decoder: StreamDecoder, stream: Stream, policy: WindowPolicy) -> int:
+    """A bound on the KV positions any update of the talk can need, independent of the talk's length.
+
+    For every window: its prompt with the context at its largest (each of the ``context_sentences`` pairs
+    taken as the longest closed window's source with an output at its length cap, ``max_len_ratio`` x source
+    tokens + ``max_len_slack``) plus the window's own output cap."""
+    windows = talk_windows(stream, policy)
+    lang_src, lang_tgt = get_language(stream.src), get_language(stream.tgt)
+    bare = len(decoder.tokenize_prompt(decoder.template.render(lang_src, lang_tgt, "")))
+    longest_closed = max((len(decoder.backend.tokenize(s)) for s, final in windows if final), default=0)
+    pair = longest_closed + int(decoder.max_len_ratio * longest_closed) + decoder.max_len_slack
+    # the context pair's own template text: a one-pair context rendered with empty texts
+    turn = len(decoder.tokenize_prompt(decoder.template.render(lang_src, lang_tgt, "", (("", ""),)))) - bare
+    context = policy.context_sentences * (pair + max(turn, 0))
+    need = 0
+    seen: set[str] = set()
+    for source, _final in windows:
+        if source in seen:
+            continue
+        seen.add(source)
+        n_src = len(decoder.backend.tokenize(source))
+        need = max(need, bare + n_src + context + decoder.max_output_tokens(source))
+    return need

@@ -1,0 +1,59 @@
+"""The cost of updates along a long-form stream (a whole talk): does re-translation stay bounded?
+
+Re-translating a whole talk at every update would cost O(talk length) per update; in a bounded window
+(simul.decoding.longform) it should not grow. Per talk the updates are split into four quarters by their
+index (update i of n falls in quarter floor(4 i / n)), and per quarter
+
+    cost_q = mean over the quarter's updates of (t_prompt + t_gen), in ms
+    prompt_q = the largest prompt (template + context + window tokens) of the quarter's updates
+
+Over several talks the quarters are pooled (every talk's first quarter together, ...). ``growth`` is
+cost_4 / cost_1: 1.0 when an update costs the same at the end of the talk as at its start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from simul.decoding.records import StepRecord
+
+QUARTERS = 4
+
+
+def quarter_of(index: int, count: int) -> int:
+    return min(QUARTERS - 1, (QUARTERS * index) // max(count, 1))
+
+
+def _quarters(talks: Sequence[Sequence[StepRecord]]) -> tuple[list[list[float]], list[int]]:
+    costs: list[list[float]] = [[] for _ in range(QUARTERS)]
+    prompts = [0] * QUARTERS
+    for steps in talks:
+        for index, step in enumerate(steps):
+            q = quarter_of(index, len(steps))
+            costs[q].append((step.t_prompt + step.t_gen) * 1000.0)
+            talk = step.talk or {}
+            prompts[q] = max(prompts[q], int(talk.get("prompt_tokens") or step.prompt_tokens))
+    return costs, prompts
+
+
+def talk_cost(talks: Sequence[Sequence[StepRecord]]) -> dict[str, Any]:
+    """Mean update time and largest prompt per quarter of the talks (see the module docstring)."""
+    costs, prompts = _quarters(talks)
+    means = [round(sum(c) / len(c), 3) if c else None for c in costs]
+    first, last = means[0], means[-1]
+    growth = round(last / first, 3) if first and last is not None else None
+    return {
+        "cost_quarters_ms": means,
+        "prompt_tokens_quarters": prompts,
+        "prompt_tokens_max": max(prompts) if prompts else 0,
+        "cost_growth": growth,
+        "updates": sum(len(c) for c in costs),
+        "windows": sum(len((s.talk or {}).get("closed") or []) for steps in talks for s in steps),
+    }
+
+
+def cost_curve(steps: Sequence[StepRecord]) -> list[tuple[float, float]]:
+    """(position in the talk as a fraction of its updates, update time in ms) per update, for plots."""
+    n = len(steps)
+    return [((i + 0.5) / n, (s.t_prompt + s.t_gen) * 1000.0) for i, s in enumerate(steps)]
