@@ -1,0 +1,233 @@
+"""Long-form decoding (whole talks in a bounded window) on the tiny model, and the window policy itself.
+
+What is proven here: windows close at sentence ends only once a later word has arrived, at --max-window
+words otherwise; committed target is never revised; the prompt stays under a bound that does not grow with
+the talk; a talk's result is a function of the talk alone (alone, after another stream, in a shard, after a
+resume); --max-window 0 is a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from simul.cli import app
+from simul.decoding.engine import Engine, EngineSettings
+from simul.decoding.longform import WindowPolicy, talk_positions_needed
+from simul.decoding.longform.policy import closed_windows, is_sentence_end, source_units
+from simul.decoding.records import StreamResult
+from simul.request.methods import Method
+from simul.streams.format import Segment, Step, Stream, write_streams
+from tests.helpers import eval_args, make_streams
+
+runner = CliRunner()
+TIMINGS = {"t_prompt", "t_gen", "t_prompt_eval", "t_verify", "t_decode"}
+
+SENTENCES = [
+    ("The museum is closed on Mondays.", "Das Museum ist montags geschlossen."),
+    ("She has worked as a nurse for ten years.", "Sie arbeitet seit zehn Jahren als Krankenschwester."),
+    ("Heavy rain is expected in the north tomorrow.", "Morgen wird im Norden starker Regen erwartet."),
+    (
+        "The new bridge over the river opens next week.",
+        "Die neue Brücke über den Fluss öffnet nächste Woche.",
+    ),
+]
+
+
+def make_talk(talk_id: str, sentences: list[tuple[str, str]], lag: int = 2, timed: bool = True) -> Stream:
+    """A talk whose transcript grows by ``lag`` words per step (400 ms per word when timed)."""
+    words = " ".join(s for s, _ in sentences).split()
+    steps = []
+    counts = [*range(lag, len(words), lag), len(words)]
+    for i, n in enumerate(counts):
+        final = i == len(counts) - 1
+        steps.append(Step(" ".join(words[:n]), final, 400.0 * n if timed else None))
+    segments, offset = [], 0.0
+    for src, ref in sentences:
+        duration = 400.0 * len(src.split())
+        segments.append(Segment((ref,), src, offset if timed else None, duration if timed else None))
+        offset += duration
+    return Stream.talk(talk_id, "en", "de", tuple(steps), tuple(segments), offset if timed else None)
+
+
+def test_sentence_ends_close_a_window_only_once_a_later_word_arrived() -> None:
+    policy = WindowPolicy(max_window=30)
+    units = ["Hello", "there.", "How", "are"]
+    assert closed_windows(units, 0, False, policy) == [(0, 2)]
+    assert closed_windows(["Hello", "there."], 0, False, policy) == []  # the last word may change
+    assert closed_windows(["Hello", "there."], 0, True, policy) == [(0, 2)]
+    assert closed_windows(["Dr.", "Smith", "said", "so.", "Then"], 0, False, policy) == [(0, 4)]
+    assert not is_sentence_end("e.g.") and is_sentence_end('so."') and is_sentence_end("why?")
+
+
+def test_max_window_cuts_unpunctuated_source_and_final_closes_the_rest() -> None:
+    policy = WindowPolicy(max_window=4)
+    units = [f"w{i}" for i in range(10)]
+    assert closed_windows(units, 0, False, policy) == [(0, 4), (4, 8)]
+    assert closed_windows(units, 8, False, policy) == []
+    assert closed_windows(units, 0, True, policy) == [(0, 4), (4, 8), (8, 10)]
+    assert source_units("你好 世界", unspaced=True) == ["你", "好", "世", "界"]
+
+
+def steps_without_timings(result: StreamResult) -> list[dict[str, Any]]:
+    out = []
+    for step in result.steps:
+        obj = {k: v for k, v in step.to_json().items() if k not in TIMINGS}
+        obj["talk"] = {k: v for k, v in (obj.get("talk") or {}).items() if k != "elapsed_ms"}
+        out.append(obj)
+    return out
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model: Path) -> Any:
+    engine = Engine(EngineSettings(model=tiny_model, n_ctx=1024, threads=2, window=WindowPolicy(8, 1)))
+    yield engine
+    engine.close()
+
+
+@pytest.mark.parametrize("method", [Method("rt"), Method("ssbd", beta=0.2, mask_k=3), Method("cd")])
+def test_committed_target_is_never_revised_and_windows_tile_the_source(engine: Any, method: Method) -> None:
+    talk = make_talk("t", SENTENCES)
+    result = engine.decoder(method).decode(talk)
+    assert len(result.steps) == len(talk.steps)
+    committed = ""
+    covered = 0
+    for step in result.steps:
+        facts = step.talk
+        assert facts is not None
+        for a, b in facts["closed"]:
+            assert a == covered and b - a <= 8  # windows are contiguous and at most --max-window words
+            covered = b
+        assert facts["committed_words"] == covered
+        assert step.output.startswith(committed) and step.display.startswith(committed)
+        committed = step.output[: facts["committed_chars"]]
+        assert facts["emitted_ms"] == step.time_ms
+    assert covered == len(talk.final_source.split())  # the final step commits everything
+    assert result.steps[-1].talk is not None and result.steps[-1].talk["open"] == [covered, covered]
+    # the elapsed (computation-aware) clock never runs behind the source clock nor backwards
+    elapsed = [s.talk["elapsed_ms"] for s in result.steps if s.talk]
+    assert elapsed == sorted(elapsed) and all(
+        e >= (s.time_ms or 0) for e, s in zip(elapsed, result.steps, strict=True)
+    )
+
+
+def test_context_and_cost_stay_bounded_however_long_the_talk(engine: Any) -> None:
+    decoder = engine.decoder(Method("ssbd", beta=0.2))
+    short = make_talk("short", SENTENCES)
+    long = make_talk("long", SENTENCES * 6)
+    policy = engine.settings.window
+    bound = talk_positions_needed(decoder, short, policy)
+    assert talk_positions_needed(decoder, long, policy) == bound  # the bound does not grow with the talk
+    result = decoder.decode(long)
+    prompts = [s.talk["prompt_tokens"] for s in result.steps if s.talk]
+    assert max(prompts) + max(len(s.output_ids) for s in result.steps) <= bound * 2
+    first, last = prompts[: len(prompts) // 4], prompts[-len(prompts) // 4 :]
+    assert max(last) <= max(first) + 40  # the same sentences late in the talk: no growth with position
+
+
+def test_a_talk_decodes_the_same_alone_and_after_another_stream(engine: Any) -> None:
+    talk = make_talk("t", SENTENCES)
+    decoder = engine.decoder(Method("ssbd", beta=0.2, mask_k=3))
+    alone = steps_without_timings(decoder.decode(talk))
+    decoder.decode(make_streams()[0])
+    decoder.decode(make_talk("other", SENTENCES[::-1]))
+    assert steps_without_timings(decoder.decode(talk)) == alone
+
+
+def test_the_previous_committed_sentence_is_in_the_prompt(engine: Any) -> None:
+    decoder = engine.decoder(Method("rt"))
+    talk = make_talk("t", SENTENCES[:2])
+    prompt = decoder.prompt_for(talk, "She has", (("The museum is closed on Mondays.", "X Y"),)).text
+    assert "English: The museum is closed on Mondays.\nGerman: X Y\n\nEnglish: She has\nGerman:" in prompt
+    none = decoder.prompt_for(talk, "She has").text
+    assert "museum is closed on Mondays.\nGerman: X Y" not in none
+
+
+@pytest.fixture(scope="module")
+def talk_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("talks") / "talks.jsonl"
+    write_streams(
+        path,
+        [
+            make_talk("talk-a", SENTENCES),
+            make_talk("talk-b", SENTENCES[::-1]),
+            make_talk("talk-c", SENTENCES[1:3] * 2),
+        ],
+    )
+    return path
+
+
+def read_steps(run: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for line in (run / "steps.jsonl").read_text().splitlines():
+        obj = json.loads(line)
+        obj = {k: v for k, v in obj.items() if k not in TIMINGS}
+        obj["talk"] = {k: v for k, v in obj["talk"].items() if k != "elapsed_ms"}
+        out.setdefault((obj["stream"], obj["method"]), []).append(obj)
+    return out
+
+
+def test_eval_shards_merge_and_resume_talk_by_talk(tiny_model: Path, talk_file: Path, tmp_path: Path) -> None:
+    args = ("--beta", "0.2", "--mask-k", "3", "--max-window", "8", "--n-ctx", "1024")
+    whole = tmp_path / "whole"
+    result = runner.invoke(app, eval_args(tiny_model, talk_file, *args, "--out", str(whole)))
+    assert result.exit_code == 0, result.output
+    run = json.loads((whole / "run.json").read_text())
+    assert (
+        run["config"]["longform"]["max_window"] == 8 and run["config"]["longform"]["context_sentences"] == 1
+    )
+    methods = {m["key"]: m for m in run["methods"]}
+    cost = methods["ssbd-b0.2-display3"]["counts"]["talk_cost"]
+    assert len(cost["cost_quarters_ms"]) == 4 and cost["prompt_tokens_max"] > 0
+    expected = read_steps(whole)
+    assert len(expected) == 6
+
+    for k in (1, 2):
+        shard = tmp_path / f"shard{k}"
+        result = runner.invoke(
+            app, eval_args(tiny_model, talk_file, *args, "--shard", f"{k}/2", "--out", str(shard))
+        )
+        assert result.exit_code == 0, result.output
+    merged = tmp_path / "merged"
+    result = runner.invoke(
+        app, ["merge", str(merged), str(tmp_path / "shard1"), str(tmp_path / "shard2"), "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    assert read_steps(merged) == expected
+
+    # an interruption after the first talk: its records are kept, the rest is decoded on --resume
+    cut = tmp_path / "cut"
+    shutil.copytree(whole, cut)
+    lines = (cut / "steps.jsonl").read_text().splitlines(keepends=True)
+    first = [line for line in lines if json.loads(line)["stream"] == "talk-a"]
+    (cut / "steps.jsonl").write_text("".join(first))
+    meta = json.loads((cut / "run.json").read_text())
+    meta["status"] = "interrupted"
+    (cut / "run.json").write_text(json.dumps(meta))
+    result = runner.invoke(app, eval_args(tiny_model, talk_file, *args, "--resume", "--out", str(cut)))
+    assert result.exit_code == 0, result.output
+    assert read_steps(cut) == expected
+
+
+def test_parallel_talks_equal_a_batched_rerun(tiny_model: Path, talk_file: Path, tmp_path: Path) -> None:
+    args = ("--beta", "0.2", "--max-window", "8", "--n-ctx", "2048", "--parallel", "3")
+    runs = []
+    for name in ("p1", "p2"):
+        result = runner.invoke(app, eval_args(tiny_model, talk_file, *args, "--out", str(tmp_path / name)))
+        assert result.exit_code == 0, result.output
+        runs.append(read_steps(tmp_path / name))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(("option", "message"), [("0", "--max-window must be at least 1")])
+def test_max_window_zero_is_a_usage_error(
+    tiny_model: Path, talk_file: Path, option: str, message: str
+) -> None:
+    result = runner.invoke(app, eval_args(tiny_model, talk_file, "--max-window", option))
+    assert result.exit_code == 2
+    assert message in result.output
