@@ -231,3 +231,26 @@ def test_max_window_zero_is_a_usage_error(
     result = runner.invoke(app, eval_args(tiny_model, talk_file, "--max-window", option))
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_show_scrolls_a_talk_and_plots_its_cost(tiny_model: Path, talk_file: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    args = ("--beta", "0.2", "--mask-k", "3", "--max-window", "8", "--limit", "1", "--out", str(run))
+    assert runner.invoke(app, eval_args(tiny_model, talk_file, *args)).exit_code == 0
+    page, png, svg = tmp_path / "talk.html", tmp_path / "talk.png", tmp_path / "all.svg"
+    result = runner.invoke(
+        app,
+        ["show", str(run), "--stream", "talk-a", "--steps", "2:4", "--html", str(page), "--plot", str(png)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "┃" in result.output and "committed" in result.output
+    assert result.output.count("├") == 2  # updates 2 to 4: three rows, two lines between them
+    text = page.read_text()
+    assert "<svg" in text and 'class="window"' in text and 'class="committed"' in text
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    result = runner.invoke(app, ["show", str(run), "--plot", str(svg)])
+    assert result.exit_code == 0, result.output
+    assert svg.read_text().lstrip().startswith("<?xml") or "<svg" in svg.read_text()
+    bad = runner.invoke(app, ["show", str(run), "--stream", "talk-a", "--steps", "x:y"])
+    assert bad.exit_code == 2 and "--steps" in bad.output
+    assert runner.invoke(app, ["show", str(run)]).exit_code == 2

@@ -18,6 +18,7 @@ TALK_KEYS = (
     "closed",
     "open",
     "prompt_tokens",
+    "open_accepted_chars",
 )
 
 
@@ -72,6 +73,7 @@ class StepRecord:
     #   closed           source word ranges [start, end) of the windows closed (and committed) at this update
     #   open             the source word range [start, end) of the open window after this update
     #   prompt_tokens    the largest prompt (template + context + window) of this update's decodings
+    #   open_accepted_chars  characters of the open window's output that came from its accepted draft
     talk: dict[str, Any] | None = None
 
     @property

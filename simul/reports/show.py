@@ -130,6 +130,8 @@ RICH_STYLE = {
     "erased": "strike red",
     "masked": "dim",
     "arrived": "bold cyan",
+    "committed": "green",
+    "window": "bold magenta",
 }
 
 
@@ -155,6 +157,8 @@ td.step { white-space: nowrap; color: #555; }
 .erased { text-decoration: line-through; color: #c22; }
 .masked { opacity: 0.4; }
 .arrived { font-weight: bold; background: #e6f3ff; }
+.committed { color: #2a6; }
+.window { color: #a2a; font-weight: bold; }
 .legend span { margin-right: 1.5em; }
 caption { text-align: left; margin-bottom: 0.6em; color: #444; }
 """
@@ -171,8 +175,16 @@ def html_spans(spans: Sequence[Span]) -> str:
     return "".join(parts)
 
 
-def html_page(stream: Stream, results: Sequence[StreamResult], title: str) -> str:
-    views = stream_view(stream, results)
+def html_page(
+    stream: Stream,
+    results: Sequence[StreamResult],
+    title: str,
+    views: Sequence[StepView] | None = None,
+    plot: str = "",
+) -> str:
+    """The page of one stream; for a talk, ``views`` from :func:`talk_view` and ``plot`` an inline SVG."""
+    views = list(views) if views is not None else stream_view(stream, results)
+    shown_steps = len(views)
     # lang attributes let the browser pick CJK glyphs (Han characters differ between zh and ja fonts)
     src, tgt = (html.escape(get_language(code).bcp47) for code in (stream.src, stream.tgt))
     head = "".join(f"<th>{html.escape(r.method.label)}</th>" for r in results)
@@ -197,12 +209,121 @@ def html_page(stream: Stream, results: Sequence[StreamResult], title: str) -> st
 <h1>{html.escape(title)}</h1>
 <p class="legend"><span class="arrived">newly arrived source</span>
 <span class="accepted">accepted draft</span><span class="new">newly decoded</span>
-<span class="erased">erased</span><span class="masked">hidden by mask-k</span></p>
+<span class="erased">erased</span><span class="masked">hidden by mask-k</span>{
+        '<span class="committed">committed</span><span class="window">┃ window boundary</span>'
+        if stream.longform
+        else ""
+    }</p>
+{plot}
 <table>
-<caption>{len(views)} steps, {pair}; {"references" if len(refs) > 1 else "reference"}: {reference}</caption>
+<caption>{shown_steps} steps, {pair}; {"references" if len(refs) > 1 else "reference"}: {reference}</caption>
 <thead><tr><th>step</th><th>source</th>{head}</tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
 </body></html>
 """
+
+
+# -- long-form streams (whole talks) ------------------------------------------------------------------------
+
+TALK_CONTEXT_CHARS = 80  # committed text shown before the open window, so the view scrolls with the talk
+
+
+def talk_output_spans(previous: StepRecord | None, record: StepRecord, unspaced: bool) -> list[Span]:
+    """A talk-level output at one update: the tail of the committed text (``committed``), a window mark,
+    then the open window marked as for a sentence (accepted draft, new, masked), with what was erased shown
+    struck through where the outputs part."""
+    talk = record.talk or {}
+    out = record.output
+    committed = min(int(talk.get("committed_chars") or 0), len(out))
+    open_at = committed
+    while open_at < len(out) and out[open_at].isspace():
+        open_at += 1
+    accepted_to = open_at + int(talk.get("open_accepted_chars") or 0)
+    masked_from = len(record.display) if out.startswith(record.display) else len(out)
+    start = max(0, committed - TALK_CONTEXT_CHARS)
+    if start and not unspaced:
+        start = out.find(" ", start) + 1 or start  # begin at a word
+    marks: list[tuple[int, Span]] = [(committed, Span(" ┃ " if committed else "┃ ", frozenset({"window"})))]
+    deleted = str(talk.get("deleted") or "") if previous is not None else ""
+    if deleted.strip() and previous is not None:
+        keep = len(previous.output) - len(deleted)
+        if not unspaced and 0 < keep < len(out) and not previous.output[keep - 1].isspace():
+            keep = out.rfind(" ", 0, keep) + 1  # erase whole words, as the sentence view does
+        keep = max(keep, committed)
+        marks.append((keep, Span(previous.output[keep:], frozenset({"erased"}))))
+    spans = [Span("…", frozenset({"committed"}))] if start else []
+    position = start
+    for at, mark in sorted(marks, key=lambda m: m[0]):
+        at = max(at, position)
+        spans += _talk_chars(out, position, at, committed, accepted_to, masked_from)
+        spans.append(mark)
+        position = at if mark.kinds != frozenset({"window"}) else max(at, open_at)
+    spans += _talk_chars(out, position, len(out), committed, accepted_to, masked_from)
+    return spans
+
+
+def _talk_chars(out: str, a: int, b: int, committed: int, accepted_to: int, masked_from: int) -> list[Span]:
+    kinds = []
+    for i in range(a, b):
+        if i < committed:
+            kinds.append(frozenset({"committed"}))
+        else:
+            kind = {"accepted" if i < accepted_to else "new"}
+            if i >= masked_from:
+                kind.add("masked")
+            kinds.append(frozenset(kind))
+    return _group(out[a:b], kinds)
+
+
+def talk_source_spans(previous: StepRecord | None, record: StepRecord, unspaced: bool) -> list[Span]:
+    """The talk's transcript tail: committed source words (dim), a window mark, the open window, and what
+    arrived since the previous update."""
+    talk = record.talk or {}
+    sep = "" if unspaced else " "
+    units = list(record.source) if unspaced else record.source.split()
+    units = [u for u in units if not u.isspace()]
+    committed = int(talk.get("committed_words") or 0)
+    closed_now = talk.get("closed") or []
+    window_start = int(closed_now[0][0]) if closed_now else committed
+    known = int((previous.talk or {}).get("source_words") or 0) if previous is not None else 0
+    tail_from = max(0, window_start - 12)
+    spans: list[Span] = [Span("…", frozenset({"committed"}))] if tail_from else []
+    for i in range(tail_from, len(units)):
+        if i == window_start or (i == committed and committed != window_start):
+            spans.append(Span(f"{sep}┃{sep}" if i else f"┃{sep}", frozenset({"window"})))
+        elif i:
+            spans.append(Span(sep))
+        kind = {"committed"} if i < window_start else set()
+        if i >= known:
+            kind.add("arrived")
+        spans.append(Span(units[i], frozenset(kind)))
+    return spans
+
+
+def talk_view(
+    stream: Stream, results: Sequence[StreamResult], first: int = 0, last: int | None = None
+) -> list[StepView]:
+    """Updates ``first``..``last`` (0-based, inclusive) of a talk, scrolled to its open window."""
+    unspaced = get_language(stream.src).unspaced
+    target_unspaced = get_language(stream.tgt).unspaced
+    n_steps = max(len(r.steps) for r in results)
+    stop = n_steps if last is None else min(n_steps, last + 1)
+    views = []
+    for t in range(max(0, first), stop):
+        record0 = results[0].steps[t]
+        previous0 = results[0].steps[t - 1] if t else None
+        outputs = [
+            talk_output_spans(r.steps[t - 1] if t else None, r.steps[t], target_unspaced) for r in results
+        ]
+        views.append(
+            StepView(
+                index=t,
+                time_ms=record0.time_ms,
+                source=talk_source_spans(previous0, record0, unspaced),
+                outputs=outputs,
+                final=record0.final,
+            )
+        )
+    return views

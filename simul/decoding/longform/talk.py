@@ -96,6 +96,7 @@ def talk_steps(
             draft, window_outputs = [], []
             start = b
         open_output = open_display = ""
+        open_accepted = 0
         if start < len(units) and not step.final:
             source = join_units(units[start:], unspaced_src)
             window = window_stream(stream, source, final=False)
@@ -104,6 +105,7 @@ def talk_steps(
             )
             records.append(record)
             open_output, open_display = record.output, record.display
+            open_accepted = record.accepted_chars
             window_outputs.append(open_output)
             if method.display == "local-agreement":
                 open_display = local_agreement(window_outputs, method.agreement, unspaced_tgt)
@@ -128,6 +130,7 @@ def talk_steps(
             "closed": [[a, b] for a, b in closed],
             "open": [start, max(start, len(units))] if not step.final else [start, start],
             "prompt_tokens": max((r.prompt_tokens for r in records), default=0),
+            "open_accepted_chars": open_accepted,
         }
         result.steps.append(_update_record(index, step, records, output, display, talk))
         previous_output = output
