@@ -94,7 +94,8 @@ def talk_from_records(stream: Stream, records: Sequence[StepRecord]) -> Longform
 
     Timed talks (``emitted_ms`` on every record, segment times on the stream) are on the talk clock in ms, the
     recording's length being ``stream.duration_ms``; untimed documents are on source words, their segments'
-    offsets the cumulative word counts of the segments' sources (``talk.text_segments``).
+    offsets the cumulative word counts of the segments' sources (``talk.text_segments``), and have no
+    computation-aware times (their ``elapsed_ms`` is computation time, not a position in source words).
     """
     where = f"talk {stream.id!r}"
     if not stream.longform:
@@ -137,7 +138,8 @@ def talk_from_records(stream: Stream, records: Sequence[StepRecord]) -> Longform
         tgt=stream.tgt,
         words=units.words,
         delays=units.delays,
-        elapsed=units.elapsed,
+        # an untimed document's elapsed_ms is computation time, on no common axis with its source words
+        elapsed=units.elapsed if timed else None,
         segments=segments,
         duration=duration,
         timed=timed,

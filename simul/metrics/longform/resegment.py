@@ -14,7 +14,8 @@ Two tools, both the field's own code, imported rather than copied:
   IWSLT; ``mweralign.align_texts``), as simulstream 1.0.0's ``stream_laal`` scorer uses it
   (``metrics/scorers/latency/mwersegmenter.py``): the hypothesis is cut to minimise the WER against the
   reference segments; at char level both sides go through mweralign's ``CJSegmenter`` first and the cut
-  text is put back together (spaces dropped, ``_`` back to a space). Delays follow the units in order.
+  text is put back together (token spaces dropped, its space mark back to a space). Delays follow the units
+  in order.
   Needs ``pip install mweralign``.
 """
 
@@ -106,7 +107,8 @@ def _softsegmenter(talks: Sequence[LongformTalk], lang: str | None) -> tuple[tup
         from omnisteval.resegment import resegment
     except ImportError:
         raise SimulError(
-            "the softsegmenter re-segmentation needs OmniSTEval: pip install omnisteval==0.1.10"
+            "the softsegmenter re-segmentation needs OmniSTEval: pip install 'simul[longform]' "
+            "(or pip install omnisteval==0.1.10)"
         ) from None
     unit = talks[0].unit
     char = unit == "char"
@@ -166,7 +168,8 @@ def _mwer(talks: Sequence[LongformTalk]) -> tuple[tuple[SegmentOutput, ...], ...
         from mweralign.segmenter import CJSegmenter  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         raise SimulError(
-            "--resegment mwer needs mweralign (simulstream's StreamLAAL aligner): pip install mweralign"
+            "the mwer re-segmentation needs mweralign (simulstream's StreamLAAL aligner): "
+            "pip install 'simul[longform]' (or pip install mweralign)"
         ) from None
     out: list[tuple[SegmentOutput, ...]] = []
     for talk in talks:
@@ -185,7 +188,9 @@ def _mwer(talks: Sequence[LongformTalk]) -> tuple[tuple[SegmentOutput, ...], ...
                 f"for {len(talk.segments)} references"
             )
         if char:
-            lines = [line.replace(" ", "").replace("_", " ") for line in lines]
+            # CJSegmenter writes a space as U+2581; simulstream maps "_" back instead, which leaves U+2581 in
+            # the text and turns real underscores into spaces: the unit counts (so the delays) are the same
+            lines = [line.replace(" ", "").replace("\u2581", " ") for line in lines]
         segs = []
         start = 0
         for line in lines:
