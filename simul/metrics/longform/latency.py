@@ -42,8 +42,9 @@ REGIMES = (("low", 0.0, 2000.0), ("high", 2000.0, 4000.0))
 
 def reference_length(reference: str, unit: str) -> int:
     """|Y*| as OmniSTEval's long-form Instance counts it (char level: references without spaces)."""
+    reference = reference.strip()  # OmniSTEval reads the reference file's lines stripped
     if unit == "char":
-        return len(reference.replace(" ", "").strip())
+        return len(reference.replace(" ", ""))
     return len(reference.split(" "))
 
 
