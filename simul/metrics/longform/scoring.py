@@ -1,0 +1,195 @@
+"""Long-form scores of a set of talks, IWSLT 2026 style: the one entry point is :func:`score_talks`.
+
+1. Each talk's final output is re-segmented onto its reference segments (``resegment.py``: SoftSegmenter
+   by default, mWER optionally).
+2. Quality over the re-segmented segments of every talk, as simul's short-form scoring does
+   (``simul.metrics.quality``): corpus BLEU with the target language's sacrebleu tokenizer and corpus chrF,
+   against every reference of each segment; per segment sentence chrF; COMET (``simul.metrics.comet``) on
+   (segment source, re-segmented hypothesis, first reference) when a scorer is given and usable.
+3. Latency on the same segments (``latency.py``): LongYAAL, LongLAAL (= StreamLAAL), LongAL, LongDAL, each
+   computation-unaware (CU, ``delays``) and computation-aware (CA, ``elapsed``), in ms for timed talks and in
+   source words for text documents; and IWSLT 2026's regime of CU LongYAAL.
+
+Everything comes back in :class:`LongformScores`, whose ``to_json()`` is plain JSON, with the signatures
+(tools and versions) that must match for two figures to be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from simul.common.errors import SimulError
+from simul.common.languages import get_language
+from simul.metrics.longform.latency import corpus_latency, regime, segment_latencies
+from simul.metrics.longform.resegment import resegment_talks
+from simul.metrics.longform.talk import LongformTalk
+from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
+
+LATENCY_DEFINITIONS = "omnisteval-0.1.10"
+
+
+class _Comet(Protocol):
+    def score(self, sources: Sequence[str], outputs: Sequence[str], references: Sequence[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class SegmentScore:
+    """One reference segment after re-segmentation."""
+
+    talk: str
+    index: int  # 0-based within the talk
+    hypothesis: str
+    references: tuple[str, ...]
+    chrf: float
+    units: int
+    latency: dict[str, float | None]
+    comet: float | None = None
+
+
+@dataclass(frozen=True)
+class LongformScores:
+    """Corpus figures, per-segment figures and signatures of a long-form evaluation."""
+
+    talks: int
+    segments: int
+    empty_segments: int
+    bleu: float
+    chrf: float
+    comet: float | None
+    latency: dict[str, float | None]  # long_yaal, ..., ca_long_dal
+    latency_unit: str  # "ms" or "source words"
+    regime: str  # low / high / over / n/a
+    signatures: dict[str, str]
+    per_segment: list[SegmentScore] = field(default_factory=list)
+    comet_unavailable: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "talks": self.talks,
+            "segments": self.segments,
+            "empty_segments": self.empty_segments,
+            "bleu": self.bleu,
+            "chrf": self.chrf,
+            "comet": self.comet,
+            "comet_unavailable": self.comet_unavailable,
+            "latency": dict(self.latency),
+            "latency_unit": self.latency_unit,
+            "regime": self.regime,
+            "signatures": dict(self.signatures),
+            "per_segment": [
+                {
+                    "talk": s.talk,
+                    "index": s.index,
+                    "hypothesis": s.hypothesis,
+                    "references": list(s.references),
+                    "chrf": s.chrf,
+                    "comet": s.comet,
+                    "units": s.units,
+                    "latency": dict(s.latency),
+                }
+                for s in self.per_segment
+            ],
+        }
+
+
+def _check(talks: Sequence[LongformTalk], tgt: str | None) -> str:
+    if not talks:
+        raise SimulError("no long-form talks to score")
+    langs = {get_language(t.tgt).short for t in talks}
+    if len(langs) > 1:
+        raise SimulError(
+            f"talks into several target languages ({', '.join(sorted(langs))}); score them apart"
+        )
+    if tgt is not None and get_language(tgt).short not in langs:
+        raise SimulError(f"the talks are into {langs.pop()}, not {tgt}")
+    if len({t.timed for t in talks}) > 1:
+        raise SimulError(
+            "timed talks and untimed documents scored together; their latencies have no common unit"
+        )
+    for talk in talks:
+        counts = {len(seg.references) for seg in talk.segments}
+        if 0 in counts:
+            raise SimulError(
+                f"talk {talk.id!r} has a segment without a reference; long-form scoring needs one"
+            )
+    return talks[0].tgt
+
+
+def score_talks(
+    talks: Sequence[LongformTalk],
+    tgt: str | None = None,
+    resegment: str = "softsegmenter",
+    comet: _Comet | None = None,
+    *,
+    comet_unavailable: str | None = None,
+    lang: str | None = None,
+) -> LongformScores:
+    """Score ``talks`` (one target language; ``tgt`` only checks it) after re-segmenting them with
+    ``resegment`` (``softsegmenter`` or ``mwer``). ``comet``: a loaded scorer (``simul.metrics.comet
+    .load_comet``) or None, with ``comet_unavailable`` the reason to record. ``lang``: SoftSegmenter's
+    Moses language (default: the target's code; "" for none)."""
+    target = _check(talks, tgt)
+    reseg = resegment_talks(talks, resegment, lang)
+    lat_rows = segment_latencies(talks, reseg)
+    hyps: list[str] = []
+    refs: list[tuple[str, ...]] = []
+    sources: list[str] = []
+    where: list[tuple[str, int, int]] = []
+    for talk, outputs in zip(talks, reseg.talks, strict=True):
+        for index, (seg, got) in enumerate(zip(talk.segments, outputs, strict=True)):
+            hyps.append(got.hypothesis)
+            refs.append(tuple(r.strip() for r in seg.references))
+            sources.append(seg.source)
+            where.append((talk.id, index, len(got.words)))
+    bleu = corpus_bleu(hyps, refs, target)
+    chrf = corpus_chrf(hyps, refs)
+    comet_system: float | None = None
+    comet_segments: list[float | None] = [None] * len(hyps)
+    signatures = {
+        "resegmentation": reseg.signature,
+        "bleu": bleu.signature,
+        "chrf": chrf.signature,
+        "latency": f"{LATENCY_DEFINITIONS}|{reseg.tool}|unit:{talks[0].unit}|pos:{talks[0].position_unit}",
+    }
+    if comet is not None:
+        if any(not s.strip() for s in sources):
+            comet_unavailable = "COMET needs every segment's source transcript; some segments have none"
+        else:
+            result = comet.score(sources, hyps, [r[0] for r in refs])
+            comet_system = float(result.system)
+            comet_segments = [float(x) for x in result.segments]
+            signatures["comet"] = str(result.signature)
+    per_segment = []
+    flat_lat = [row for talk_rows in lat_rows for row in talk_rows]
+    for (talk_id, index, count), hyp, ref, row, c in zip(
+        where, hyps, refs, flat_lat, comet_segments, strict=True
+    ):
+        per_segment.append(
+            SegmentScore(
+                talk=talk_id,
+                index=index,
+                hypothesis=hyp,
+                references=ref,
+                chrf=sentence_chrf(hyp, ref),
+                units=count,
+                latency=dict(vars(row)),
+                comet=c,
+            )
+        )
+    latency = corpus_latency(lat_rows)
+    return LongformScores(
+        talks=len(talks),
+        segments=len(hyps),
+        empty_segments=sum(1 for _, _, count in where if count == 0),
+        bleu=bleu.score,
+        chrf=chrf.score,
+        comet=comet_system,
+        latency=latency,
+        latency_unit=talks[0].position_unit,
+        regime=regime(latency["long_yaal"], talks[0].timed),
+        signatures=signatures,
+        per_segment=per_segment,
+        comet_unavailable=None if comet_system is not None else comet_unavailable,
+    )
