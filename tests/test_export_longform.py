@@ -19,7 +19,7 @@ from simul.decoding import StepRecord, StreamResult
 from simul.metrics.longform.delays import talk_from_records
 from simul.request.methods import Method
 from simul.runs.directory import STATUS_COMPLETE, RunWriter, load_run
-from simul.streams.format import read_streams
+from simul.streams.format import Segment, Step, Stream, read_streams, write_streams
 from tests.ingested import ingest
 
 runner = CliRunner()
@@ -58,10 +58,22 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
-def write_longform_run(folder: Path) -> Path:
+def untimed(stream: Stream) -> Stream:
+    """The talk as a text document: no times on its steps or segments."""
+    return Stream.talk(
+        id=stream.id,
+        src=stream.src,
+        tgt=stream.tgt,
+        steps=tuple(Step(source=s.source, final=s.final) for s in stream.steps),
+        segments=tuple(Segment(references=g.references, source=g.source) for g in stream.segments),
+    )
+
+
+def write_longform_run(folder: Path, timed: bool = True) -> Path:
     """A long-form run directory as a long-form decoder writes it: one record per step of each talk, with
-    talk-level outputs and the ``talk`` facts (elapsed_t = max(time_t, elapsed_(t-1)) + seconds_t)."""
-    streams = read_streams(TALKS)
+    talk-level outputs and the ``talk`` facts (elapsed_t = max(time_t, elapsed_(t-1)) + seconds_t; for text
+    documents the cumulative seconds)."""
+    streams = read_streams(TALKS) if timed else [untimed(s) for s in read_streams(TALKS)]
     methods = [Method(name="rt"), Method(name="ssbd", beta=0.2)]
     assert [m.key for m in methods] == list(DISPLAYS)
     run: dict[str, Any] = {
@@ -83,8 +95,7 @@ def write_longform_run(folder: Path) -> Path:
             for index, (step, (display, seconds)) in enumerate(
                 zip(stream.steps, DISPLAYS[method.key][stream.id], strict=True)
             ):
-                assert step.time_ms is not None
-                elapsed = max(step.time_ms, elapsed) + 1000 * seconds
+                elapsed = max(step.time_ms or 0.0, elapsed) + 1000 * seconds
                 talk = {
                     "source_words": len(step.source.split()),
                     "emitted_ms": step.time_ms,
@@ -178,6 +189,25 @@ def test_omnisteval_export_ingests_back_to_the_same_outputs_and_delays(tmp_path:
         assert back[talk_id].elapsed == talk.elapsed
     final = {r.stream_id: r.steps[-1].display for r in load_run(back_dir).results["ext-hypotheses"]}
     assert final == {"talk1": TALK1, "talk2": TALK2}
+
+
+def test_text_documents_export_in_source_words_and_ingest_back(tmp_path: Path) -> None:
+    run = write_longform_run(tmp_path / "run", timed=False)
+    export(run, "omnisteval", "--method", "rt")
+    line = json.loads(
+        (run / "omnisteval" / "rt" / "hypotheses.jsonl").read_text(encoding="utf-8").split("\n")[0]
+    )
+    assert line["timed"] is False
+    assert line["delays"] == [2, 4, 4, 5, 5, 7, 7, 10, 10, 10]  # source words read when each word stayed
+    documents = tmp_path / "documents.jsonl"
+    write_streams(documents, [untimed(s) for s in read_streams(TALKS)])
+    back_dir = ingest(
+        "omnisteval", run / "omnisteval" / "rt" / "hypotheses.jsonl", documents, tmp_path / "back"
+    )
+    back = talks_of(back_dir)
+    for talk_id, talk in talks_of(run, "rt").items():
+        assert (back[talk_id].prediction, back[talk_id].delays) == (talk.prediction, talk.delays)
+        assert back[talk_id].elapsed == talk.elapsed and not back[talk_id].timed
 
 
 def test_simulstream_export_ingests_back_with_every_update(tmp_path: Path) -> None:

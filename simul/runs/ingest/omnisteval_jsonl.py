@@ -8,12 +8,14 @@ both in milliseconds on the talk's clock, and ``source_length`` the recording's 
 also writes ``id`` (the talk id) and uses a source word as the position of text documents.
 
 Talks are joined to the long-form streams of the stream file by ``id`` when present, else by the
-recording's stem. Like SimulEval's log the file is append-only: it keeps when each unit of the final output
-appeared, not the revisions before. simul rebuilds one update per distinct (delay, elapsed): the longest
+recording's name (``omnisteval_files.read_hypotheses``, which also parses and checks each line). Like
+SimulEval's log the file is append-only: it keeps when each unit of the final output appeared, not the
+revisions before. simul rebuilds one update per distinct (delay, elapsed): the longest
 prefix of units whose delays have all passed, emitted at the largest of their delays, with the largest of
 their elapsed times as the update's computation-aware time. Erasure, timings, model tokens and draft
 acceptance are therefore not available. Units: ``word`` (``prediction.split()``, OmniSTEval's
-``--word_level``) or ``char`` (the characters of the stripped prediction, ``--char_level``).
+``--word_level``) or ``char`` (the characters of the stripped prediction, ``--char_level``): ``--unit``, else
+the line's ``unit`` (simul's export writes it), else the target language's.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError
+from simul.metrics.longform.omnisteval_files import read_hypotheses
 from simul.metrics.units import TARGET_UNITS, target_unit, units
-from simul.runs.ingest.jsonl import read_objects
 from simul.runs.ingest.positions import source_at
 from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
 from simul.streams.format import Stream
@@ -32,29 +34,8 @@ from simul.streams.format import Stream
 WHAT = "OmniSTEval long-form JSONL"
 
 
-def _numbers(obj: dict[str, Any], key: str, where: str) -> list[float] | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value
-    ):
-        raise SimulError(f"{where}: {key!r} must be a list of numbers (ms, 0 or more), one per output unit")
-    return [float(v) for v in value]
-
-
 def _talk(obj: dict[str, Any], streams: Mapping[str, Stream], where: str) -> Stream:
-    talk_id = obj.get("id")
-    if talk_id is None:
-        source = obj.get("source")
-        if isinstance(source, list) and source:
-            source = source[0]
-        if not isinstance(source, str) or not source:
-            raise SimulError(
-                f"{where}: no 'id' and no 'source' naming the recording; OmniSTEval needs 'source' "
-                "(the recording's name, as in the segmentation's 'wav')"
-            )
-        talk_id = Path(source).stem
+    talk_id = obj.get("id", obj["talk"])
     if not isinstance(talk_id, str) or talk_id not in streams:
         raise SimulError(
             f"{where}: talk {talk_id!r} is not a stream id of the stream file; talks are joined to their "
@@ -72,27 +53,34 @@ def _talk(obj: dict[str, Any], streams: Mapping[str, Stream], where: str) -> Str
 def read(path: Path, streams: Mapping[str, Stream], unit: str | None) -> SystemOutputs:
     if unit is not None and unit not in TARGET_UNITS:
         raise SimulError(f"unknown OmniSTEval unit {unit!r}; choose one of {', '.join(TARGET_UNITS)}")
+    if not path.is_file():
+        raise SimulError(f"{WHAT} {path} {'is a directory' if path.is_dir() else 'does not exist'}")
     result: list[SystemStream] = []
     with_elapsed = 0
-    for where, obj in read_objects(path, WHAT):
+    # parsed and checked line by line (JSON, 'prediction', 'source', numbers) by the long-form scorer's reader
+    for obj in read_hypotheses(path):
+        where = f"{path}:{obj['line']}"
         stream = _talk(obj, streams, where)
-        prediction = obj.get("prediction")
-        if not isinstance(prediction, str):
-            raise SimulError(f"{where}: 'prediction' must be a string (the talk's final output)")
-        unit_here = unit or target_unit(stream.tgt)
+        prediction = obj["prediction"]
+        written = obj.get("unit")  # simul's own export states its unit
+        unit_here = unit or (written if written in TARGET_UNITS else target_unit(stream.tgt))
         pieces = units(prediction, unit_here)
-        delays = _numbers(obj, "delays", where)
+        delays = obj.get("delays")
         if delays is None:
             raise SimulError(f"{where}: no 'delays'; give one emission time (ms) per output unit")
-        elapsed = _numbers(obj, "elapsed", where)
+        elapsed = obj.get("elapsed")
         for key, values in (("delays", delays), ("elapsed", elapsed)):
-            if values is not None and len(values) != len(pieces):
+            if values is None:
+                continue
+            if any(v < 0 for v in values):
+                raise SimulError(f"{where}: {key!r} must be 0 or more (ms on the talk's clock)")
+            if len(values) != len(pieces):
                 raise SimulError(
                     f"{where}: the prediction has {len(pieces)} {unit_here} units but there are "
                     f"{len(values)} {key}; pass the file's unit with --unit word|char"
                 )
         with_elapsed += elapsed is not None
-        updates = _updates(stream, prediction, pieces, delays, elapsed, unit_here)
+        updates = _updates(stream, prediction, pieces, list(delays), elapsed and list(elapsed), unit_here)
         result.append(SystemStream(id=stream.id, updates=updates, where=where))
     if with_elapsed and with_elapsed != len(result):
         raise SimulError(
