@@ -252,3 +252,24 @@ def test_whole_file_problems_are_refused_with_the_fix(tmp_path: Path) -> None:
     assert "is not long-form" in _refused(tmp_path, as_sentence, "simulstreaming", sentences)
     line = _write(tmp_path, "hyp.jsonl", OMNI, 1, {"source": f"{sentence_id}.wav"})
     assert "is not long-form" in _refused(tmp_path, line, "omnisteval", sentences)
+
+
+def test_updates_that_do_not_fall_on_the_stream_steps_read_back(tmp_path: Path) -> None:
+    # a sentence-level simulstream log with one update more than its stream has steps: the run's copy of the
+    # stream has one step per update, so `simul score` reads the run back to the same figures
+    sentences = Path(__file__).resolve().parent / "data" / "ingest"
+    lines = (sentences / "simulstream_metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    first = next(i for i, line in enumerate(lines) if "generated_tokens" in line)
+    extra = json.loads(lines[first])
+    extra.update(total_audio_processed=1.2, generated_tokens=[], deleted_tokens=[])
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        "\n".join([*lines[: first + 1], json.dumps(extra), *lines[first + 1 :]]) + "\n", encoding="utf-8"
+    )
+    out = ingest("simulstream", log, sentences / "timed_streams.jsonl", tmp_path / "run")
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    stream = json.loads((out / "streams.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert [s["time_ms"] for s in stream["steps"]] == [800.0, 1200.0, 1600.0, 2500.0]
+    rescored = runner.invoke(app, ["score", str(out), "--comet-model", "none", "--json", "--quiet"])
+    assert rescored.exit_code == 0, rescored.output
+    assert json.loads(rescored.stdout)["methods"][0]["metrics"] == run["methods"][0]["metrics"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -179,29 +179,21 @@ def step_records(system: SystemStream, stream: Stream, revisions: bool = True) -
     return records
 
 
-def talk_as_updated(stream: Stream, records: list[StepRecord], where: str) -> Stream:
-    """The talk with one step per update of the system (its transcript and time then), its segments kept.
+def as_updated(stream: Stream, records: list[StepRecord], where: str) -> Stream:
+    """The stream with one step per update of the system (its source and time then), all else kept.
 
     A run holds one record per step of its stream, and an external system updates when it does, not when the
-    stream file's transcript grows; so the run's copy of a talk has the system's updates as its steps. A
-    step cannot be empty: an update made before any transcript was known shows the first transcript (its
-    ``talk.source_words`` stays 0)."""
+    stream file's source grows; so the run's copy of a talk, or of a sentence whose outputs do not fall on
+    its steps, has the system's updates as its steps. A step cannot be empty: an update made before any
+    source was known shows the first step's source (its record keeps the empty source)."""
     first = stream.steps[0].source
     steps = tuple(Step(source=r.source or first, final=r.final, time_ms=r.time_ms) for r in records)
-    talk = Stream.talk(
-        id=stream.id,
-        src=stream.src,
-        tgt=stream.tgt,
-        steps=steps,
-        segments=stream.segments,
-        duration_ms=stream.duration_ms,
-        provenance={**stream.provenance, "steps": "the ingested system's updates"},
-    )
+    updated = replace(stream, steps=steps, provenance={**stream.provenance, "steps": "the system's updates"})
     try:
-        talk.validate()
+        updated.validate()
     except ValueError as exc:
         raise SimulError(f"{where}: {exc}; the updates must be in the order the system made them") from None
-    return talk
+    return updated
 
 
 def ingest(request: IngestRequest) -> IngestOutcome:
@@ -258,8 +250,8 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     results: dict[str, list[StreamResult]] = {method.key: []}
     for index, stream in enumerate(streams):
         records = step_records(systems[stream.id], stream, revisions)
-        if stream.longform:
-            streams[index] = talk_as_updated(stream, records, systems[stream.id].where)
+        if stream.longform or len(records) != len(stream.steps):
+            streams[index] = as_updated(stream, records, systems[stream.id].where)
         results[method.key].append(StreamResult(stream.id, method, records))
     writer = RunWriter.create(request.out, run, streams, overwrite=request.overwrite)
     for result in results[method.key]:
