@@ -1,7 +1,9 @@
-"""`simul export RUN_DIR --format simuleval|simulstream`: the displayed stream in another toolkit's format."""
+"""`simul export RUN_DIR --format simuleval|simulstream|omnisteval`: the displayed stream in another toolkit's
+format (omnisteval, and simulstream's long-form layout, for long-form runs)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +16,15 @@ from simul.common.safe_text import excerpt, visible
 from simul.metrics.quality import bleu_tokenizer
 from simul.metrics.units import TARGET_UNITS, target_unit
 from simul.reports.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
-from simul.runs.directory import load_run, write_atomic
+from simul.reports.export_longform import (
+    LONGFORM_FORMATS,
+    is_longform_run,
+    omnisteval_export,
+    simulstream_longform_export,
+)
+from simul.runs.directory import LoadedRun, load_run, write_atomic
+
+ALL_FORMATS = (*EXPORT_FORMATS, *(f for f in LONGFORM_FORMATS if f not in EXPORT_FORMATS))
 
 
 def make_folder(folder: Path) -> None:
@@ -30,10 +40,19 @@ def register(app: typer.Typer) -> None:
     def export_command(
         run_dir: Annotated[Path, typer.Argument(help="A complete run directory.")],
         format: Annotated[
-            str, typer.Option("--format", help="Output format: simuleval or simulstream.")
+            str,
+            typer.Option(
+                "--format",
+                help="Output format: simuleval or simulstream; for long-form runs (talks) omnisteval "
+                "(OmniSTEval's long-form JSONL, segmentation and references) or simulstream.",
+            ),
         ] = "simuleval",
         method: Annotated[
-            str | None, typer.Option(help="Method key to export (see run.json). Default: the last method.")
+            str | None,
+            typer.Option(
+                help="Method key to export (see run.json). Default: the last method; every method for a "
+                "long-form run."
+            ),
         ] = None,
         unit: Annotated[
             str | None,
@@ -46,17 +65,27 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(
                 "--output",
+                "--out",
                 "-o",
                 help="simuleval: the instances.log to write "
                 "(default RUN_DIR/simuleval/<method>/instances.log); "
-                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>).",
+                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>). Long-form runs: "
+                "the folder that gets one folder per method (default RUN_DIR/<format>).",
             ),
         ] = None,
     ) -> None:
         """Write what was displayed in SimulEval's or simulstream's format, to rescore a run elsewhere."""
-        if format not in EXPORT_FORMATS:
-            raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
+        if format not in ALL_FORMATS:
+            raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(ALL_FORMATS)}")
         loaded = load_run(run_dir, can_allow=False)
+        if is_longform_run(loaded.streams):
+            _export_longform(loaded, format, method, unit, output)
+            return
+        if format == "omnisteval":
+            raise UsageError(
+                "--format omnisteval exports long-form runs (talks); this run's streams are sentences: use "
+                "--format simuleval (OmniSTEval's shortform reads its instances.log) or simulstream"
+            )
         keys = [m.key for m in loaded.methods]
         key = method or keys[-1]
         if key not in loaded.results:
@@ -112,3 +141,37 @@ def register(app: typer.Typer) -> None:
             ),
             markup=False,
         )
+
+
+def _export_longform(
+    loaded: LoadedRun, format: str, method: str | None, unit: str | None, output: Path | None
+) -> None:
+    """Every method (or ``method``) of a long-form run into ``OUT/<method key>/``."""
+    if format not in LONGFORM_FORMATS:
+        raise UsageError(
+            f"a long-form run (talks) exports as {' or '.join(LONGFORM_FORMATS)}; SimulEval's instances.log "
+            "holds sentences"
+        )
+    if unit is not None and format != "simulstream":
+        raise UsageError("--unit applies to --format simulstream")
+    if unit is not None and unit not in TARGET_UNITS:
+        raise UsageError(f"unknown --unit {unit!r}; choose one of: {', '.join(TARGET_UNITS)}")
+    keys = [m.key for m in loaded.methods]
+    if method is not None and method not in loaded.results:
+        raise SimulError(f"{loaded.path} has no method {excerpt(method)}; it has: {', '.join(keys)}")
+    base = output or loaded.path / format
+    lines = []
+    for key in [method] if method is not None else keys:
+        results = loaded.results[key]
+        folder = base / key
+        make_folder(folder)
+        if format == "omnisteval":
+            files = omnisteval_export(results, loaded.streams, folder)
+            lines.append(f"wrote OmniSTEval's long-form files of {len(results)} talks of {key} to {folder}")
+            lines.append(f"score with: {shlex.join(files.command)}")
+        else:
+            done = simulstream_longform_export(results, loaded.streams, folder, unit)
+            lines.append(f"wrote the simulstream log of {len(results)} talks of {key} to {done.log}")
+            lines.append(f"score with: {shlex.join(done.command)}")
+            lines.append(f"or, on the JSONL of the same folder: {shlex.join(done.omnisteval.command)}")
+    err_console.print(visible("\n".join(lines)), markup=False)

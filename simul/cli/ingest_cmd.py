@@ -30,8 +30,10 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--format",
                 help="ssbd-ref (llama-self-spec-bias -o), simulstream (metrics log), "
-                "simuleval (instances.log) "
-                "or simul (a stream file with an 'outputs' list per stream).",
+                "simuleval (instances.log), "
+                "simul (a stream file with an 'outputs' list per stream); for long-form talks also "
+                "omnisteval (OmniSTEval's long-form JSONL) and simulstreaming (SimulStreaming's translation "
+                "JSONL: a file per talk named <talk id>.jsonl, or a folder of them).",
             ),
         ],
         streams: Annotated[
@@ -46,7 +48,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 help="simulstream: token unit of its simuleval detokenizer (word, char, spm; default word); "
-                "simuleval: the log's latency unit (word, char; default by target language)."
+                "simuleval, omnisteval: the file's latency unit (word, char; default by target language)."
             ),
         ] = None,
         ne_tokenizer: NeTokenizerOpt = "auto",

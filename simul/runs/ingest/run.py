@@ -7,8 +7,9 @@ and every figure that needs it is reported as not available, never as zero.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,19 @@ from simul.request.method_settings import EXTERNAL
 from simul.request.methods import Method
 from simul.runs.directory import SCHEMA_VERSION, STATUS_COMPLETE, RunWriter
 from simul.runs.evaluation import load_stream_set
-from simul.runs.ingest import simul_outputs, simuleval_log, simulstream_log, ssbd_ref
+from simul.runs.ingest import (
+    omnisteval_jsonl,
+    simul_outputs,
+    simuleval_log,
+    simulstream_log,
+    simulstreaming,
+    ssbd_ref,
+)
 from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
-from simul.streams.format import Stream
+from simul.runs.ingest.talks import talk_facts
+from simul.streams.format import Step, Stream
 
-INGEST_FORMATS = ("ssbd-ref", "simulstream", "simuleval", "simul")
+INGEST_FORMATS = ("ssbd-ref", "simulstream", "simuleval", "simul", "omnisteval", "simulstreaming")
 
 
 @dataclass
@@ -38,7 +47,7 @@ class IngestRequest:
     streams_path: Path
     out: Path
     name: str | None = None
-    unit: str | None = None  # simulstream token unit / SimulEval latency unit
+    unit: str | None = None  # simulstream token unit / SimulEval or OmniSTEval latency unit
     ne_tokenizer: str = "auto"
     comet_model: str = "Unbabel/wmt22-comet-da"
     comet_batch_size: int = 16
@@ -62,7 +71,26 @@ def read_outputs(request: IngestRequest, streams: Mapping[str, Stream]) -> Syste
         return simuleval_log.read(request.path, streams, request.unit)
     if request.format == "simul":
         return simul_outputs.read(request.path)
+    if request.format == "omnisteval":
+        return omnisteval_jsonl.read(request.path, streams, request.unit)
+    if request.format == "simulstreaming":
+        if request.unit is not None:
+            raise UsageError("--unit does not apply to --format simulstreaming (its output is text)")
+        return simulstreaming.read(request.path, streams)
     raise UsageError(f"unknown --format {request.format!r}; choose one of: {', '.join(INGEST_FORMATS)}")
+
+
+def _input_sha256(path: Path) -> str:
+    """SHA-256 of the ingested file; for a folder of files (SimulStreaming, one per talk), of the names and
+    SHA-256 of its .jsonl files in name order."""
+    if not path.is_dir():
+        return sha256_file(path)
+    listing = "".join(
+        f"{p.name}\t{sha256_file(p)}\n"
+        for p in sorted(path.iterdir())
+        if p.suffix == ".jsonl" and p.is_file()
+    )
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
 
 
 def _normal(text: str) -> str:
@@ -94,9 +122,11 @@ def joined(outputs: SystemOutputs, streams: Mapping[str, Stream], streams_path: 
     return outputs.streams
 
 
-def step_records(system: SystemStream, stream: Stream) -> list[StepRecord]:
+def step_records(system: SystemStream, stream: Stream, revisions: bool = True) -> list[StepRecord]:
     """Step records of one stream; a last update made before the source was complete is followed by one at
-    the complete source with the same output (the output the system ended with)."""
+    the complete source with the same output (the output the system ended with). The records of a
+    long-form stream carry its ``talk`` facts (:mod:`simul.runs.ingest.talks`); ``revisions``: the format
+    records revisions (else ``deleted`` is not available)."""
     updates = list(system.updates)
     last = updates[-1]
     complete = (
@@ -107,15 +137,22 @@ def step_records(system: SystemStream, stream: Stream) -> list[StepRecord]:
         else _normal(last.source) == _normal(stream.final_source)
     )
     if not complete:
+        end_ms = stream.steps[-1].time_ms if stream.timed else None
+        elapsed = last.elapsed_ms
+        if elapsed is not None and end_ms is not None:
+            elapsed = max(elapsed, end_ms)
         updates.append(
             Update(
                 source=stream.final_source,
                 output=last.output,
-                time_ms=stream.steps[-1].time_ms if stream.timed else None,
+                time_ms=end_ms,
                 display=last.display,
                 seconds=0.0 if last.seconds is not None else None,
+                elapsed_ms=elapsed,
+                committed_chars=last.committed_chars,
             )
         )
+    talk = talk_facts(updates, stream, revisions) if stream.longform else None
     records = []
     for index, update in enumerate(updates):
         record = StepRecord(
@@ -135,10 +172,28 @@ def step_records(system: SystemStream, stream: Stream) -> list[StepRecord]:
             stop="external",
             t_prompt=0.0,
             t_gen=update.seconds or 0.0,
+            talk=None if talk is None else talk[index],
         )
         # as it reads back from steps.jsonl (rounded), so `simul score` recomputes the same figures
         records.append(StepRecord.from_json(record.to_json()))
     return records
+
+
+def as_updated(stream: Stream, records: list[StepRecord], where: str) -> Stream:
+    """The stream with one step per update of the system (its source and time then), all else kept.
+
+    A run holds one record per step of its stream, and an external system updates when it does, not when the
+    stream file's source grows; so the run's copy of a talk, or of a sentence whose outputs do not fall on
+    its steps, has the system's updates as its steps. A step cannot be empty: an update made before any
+    source was known shows the first step's source (its record keeps the empty source)."""
+    first = stream.steps[0].source
+    steps = tuple(Step(source=r.source or first, final=r.final, time_ms=r.time_ms) for r in records)
+    updated = replace(stream, steps=steps, provenance={**stream.provenance, "steps": "the system's updates"})
+    try:
+        updated.validate()
+    except ValueError as exc:
+        raise SimulError(f"{where}: {exc}; the updates must be in the order the system made them") from None
+    return updated
 
 
 def ingest(request: IngestRequest) -> IngestOutcome:
@@ -154,7 +209,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     tgt = streams[0].tgt
     ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
     comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
-    file_sha = sha256_file(request.path)
+    file_sha = _input_sha256(request.path)
     config: dict[str, Any] = {
         "streams": {
             "path": str(request.streams_path),
@@ -190,12 +245,17 @@ def ingest(request: IngestRequest) -> IngestOutcome:
         "environment": {**environment(0), "started": now()},
         "higher_is_better": higher_is_better(),
     }
-    writer = RunWriter.create(request.out, run, streams, overwrite=request.overwrite)
+    # every record is built (and every problem found) before anything is written
+    revisions = "revisions" not in outputs.not_available
     results: dict[str, list[StreamResult]] = {method.key: []}
-    for stream in streams:
-        result = StreamResult(stream.id, method, step_records(systems[stream.id], stream))
-        writer.append(stream.id, [result])
-        results[method.key].append(result)
+    for index, stream in enumerate(streams):
+        records = step_records(systems[stream.id], stream, revisions)
+        if stream.longform or len(records) != len(stream.steps):
+            streams[index] = as_updated(stream, records, systems[stream.id].where)
+        results[method.key].append(StreamResult(stream.id, method, records))
+    writer = RunWriter.create(request.out, run, streams, overwrite=request.overwrite)
+    for result in results[method.key]:
+        writer.append(result.stream_id, [result])
     scored = score(
         [method],
         results,

@@ -14,6 +14,10 @@ class Update:
     time_ms: float | None = None
     display: str | None = None  # None: what was produced was shown
     seconds: float | None = None  # the update's wall-clock, when the format records it
+    # long-form facts a format may state directly (see StepRecord.talk): the computation-aware time the
+    # update was emitted on the talk's clock, and how many characters of the output are confirmed for good
+    elapsed_ms: float | None = None
+    committed_chars: int | None = None
 
 
 @dataclass
