@@ -518,3 +518,17 @@ def test_real_simulstreaming_talk(shared_data: Path, tmp_path: Path) -> None:
     assert len(talk.steps) == 378 and len(talk.segments) == 108
     assert talk.steps[-1].time_ms == pytest.approx(701160.0)
     assert talk.final_source.endswith("Thanks for your listening.")
+
+
+def test_a_segment_without_references_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """Found by the fuzzer: one segment without 'references' among segments with one crashed the reader."""
+    from simul.common.errors import SimulError
+
+    record = json.loads(PARTIALS_FIXTURE.read_text(encoding="utf-8"))
+    del record["segments"][3]["references"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(
+        SimulError, match=r"bad.jsonl:1: .*every segment must have the same number of references"
+    ):
+        read_streams(bad)

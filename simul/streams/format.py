@@ -322,6 +322,8 @@ def _joined_references(segments: Sequence[Segment], tgt: str) -> tuple[str | Non
     if not segments or not segments[0].references:
         return None, ()
     n = min(len(seg.references) for seg in segments)
+    if n == 0:  # some segments have none: validate() refuses the talk with a message
+        return None, ()
     joined = [join_texts((seg.references[i] for seg in segments), tgt) for i in range(n)]
     return joined[0], tuple(joined[1:])
 
