@@ -532,3 +532,36 @@ def test_a_segment_without_references_is_an_error_not_a_crash(tmp_path: Path) ->
         SimulError, match=r"bad.jsonl:1: .*every segment must have the same number of references"
     ):
         read_streams(bad)
+
+
+def test_two_talks_of_the_release_layout(tmp_path: Path) -> None:
+    release = fixtures_dir() / "acl6060" / "release"
+    out = tmp_path / "both.jsonl"
+    code, _, stderr = run("acl6060", "--longform", "--data-dir", str(release), "-o", str(out))
+    assert code == 0, stderr
+    talks = read_streams(out)
+    assert [(t.id, len(t.segments)) for t in talks] == [
+        ("acl6060-dev-2022.acl-long.110", 4),
+        ("acl6060-dev-2022.acl-long.117", 3),
+    ]
+    # partials for one talk: only that talk is written, the other is named in a note
+    one = tmp_path / "one.jsonl"
+    args = ["--partials", str(CANDIDATE), "--partials-format", "whisper-streaming", "-o", str(one)]
+    code, _, stderr = run("acl6060", "--longform", "--data-dir", str(release), *args)
+    assert code == 0, stderr
+    assert "1 talks have no partials and were not written (2022.acl-long.117)" in " ".join(stderr.split())
+    assert [t.id for t in read_streams(one)] == ["acl6060-dev-2022.acl-long.110"]
+    # a talk picked with --talk that the partials do not cover: nothing to write
+    none = tmp_path / "none.jsonl"
+    code, _, stderr = run(
+        "acl6060",
+        "--longform",
+        "--data-dir",
+        str(release),
+        "--talk",
+        "2022.acl-long.117",
+        *args[:-1],
+        str(none),
+    )
+    assert code != 0 and "cover none of the selected talks" in " ".join(stderr.split())
+    assert not none.exists()

@@ -293,14 +293,17 @@ def partial_talks(
     src: str,
     tgt: str,
     time_unit: str | None = None,
+    all_talks: Sequence[str] = (),
 ) -> TalkImport:
-    """One long-form stream per talk that the partials files cover (``specs``: FILE or TALK=FILE)."""
+    """One long-form stream per talk of ``talks`` that the partials files cover (``specs``: FILE or
+    TALK=FILE; ``all_talks``: every talk of the data, which a file may name although it is not selected)."""
     if partials_format is not None:
         check_format(partials_format)
+    known = list(all_talks or talks)
     per_talk: dict[str, tuple[Path, str, str, list[PartialLine]]] = {}
-    for file_talk, path in talk_file_pairs(list(specs), list(talks), "partials file"):
+    for file_talk, path in talk_file_pairs(list(specs), known, "partials file"):
         parsed = parse_partials(path, partials_format or infer_format(path), time_unit)
-        for talk, lines in _group_by_talk(parsed, file_talk, set(talks)).items():
+        for talk, lines in _group_by_talk(parsed, file_talk, set(known)).items():
             if talk in per_talk:
                 raise SimulError(
                     f"talk {talk} has partials in both {per_talk[talk][0]} and {path}; give one file per talk"

@@ -528,14 +528,15 @@ def _longform_talks(
             raise UsageError(
                 "--limit cuts simulated talks only; with --partials cut the recognizer output instead"
             )
-        built = partial_talks(talks, id_prefix, partials, partials_format, src, tgt, time_unit)
+        built = partial_talks(talks, id_prefix, partials, partials_format, src, tgt, time_unit, list(every))
         if not built.streams:
             raise SimulError(
                 f"no talks to write: the partials in {', '.join(partials)} cover none of the selected talks"
             )
         uncovered = [t for t in talks if t not in {d["talk"] for d in built.details}]
-        if uncovered and talks_wanted:
-            warn(f"{len(uncovered)} selected talks have no partials and were skipped", label="note")
+        if uncovered:
+            shown = ", ".join(uncovered[:5]) + (", ..." if len(uncovered) > 5 else "")
+            warn(f"{len(uncovered)} talks have no partials and were not written ({shown})", label="note")
         how = "recognizer output"
     else:
         if partials_format is not None or time_unit is not None:
