@@ -40,7 +40,7 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.files import atomic_file, check_writable_file, os_error_message
 from simul.common.languages import get_language
-from simul.common.limits import as_float, check_source, check_steps, loads, nonblank_lines
+from simul.common.limits import LINE_BYTES, as_float, check_source, check_steps, loads, nonblank_lines
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
@@ -322,6 +322,8 @@ def _joined_references(segments: Sequence[Segment], tgt: str) -> tuple[str | Non
     if not segments or not segments[0].references:
         return None, ()
     n = min(len(seg.references) for seg in segments)
+    if n == 0:  # some segments have none: validate() refuses the talk with a message
+        return None, ()
     joined = [join_texts((seg.references[i] for seg in segments), tgt) for i in range(n)]
     return joined[0], tuple(joined[1:])
 
@@ -526,7 +528,7 @@ def read_streams(path: Path, limit: int | None = None) -> list[Stream]:
 
 def check_limits(stream: Stream) -> None:
     """Refuse to write a stream that the reader would refuse (simul.common.limits: steps, source length)."""
-    where = f"refusing to write stream {stream.id!r}"
+    where = f"refusing to write {'talk' if stream.longform else 'stream'} {stream.id!r}"
     check_steps(len(stream.steps), where)
     for index, step in enumerate(stream.steps):
         check_source(step.source, f"{where}, step {index}")
@@ -554,6 +556,14 @@ def write_streams(path: Path, streams: Iterable[Stream]) -> int:
             except ValueError as exc:
                 raise SimulError(f"refusing to write an invalid stream: {exc}") from None
             check_limits(stream)
-            handle.write(dumps_stream(stream) + "\n")
+            line = dumps_stream(stream)
+            size = len(line.encode("utf-8"))
+            if size > LINE_BYTES.value():
+                what = "talk" if stream.longform else "stream"
+                raise SimulError(
+                    f"refusing to write {what} {stream.id!r}: its record is {size} bytes, over the limit of "
+                    f"{LINE_BYTES.value()} bytes per line that readers accept; {LINE_BYTES.hint()}"
+                )
+            handle.write(line + "\n")
             count += 1
     return count

@@ -3,6 +3,10 @@
 Units are whitespace words, or non-space characters for sources written without spaces (zh, ja, th).
 Step t *extends* step t-1 when the units of t-1 are a prefix of those of t; otherwise it *revises* it
 (changes or drops units; a shrinking step revises). The first step of a stream neither extends nor revises.
+For long-form streams (whole talks or documents) the figures also list each talk: the units of its final
+transcript, its length in seconds (the recording's ``duration_ms``, else the last step's time), its
+reference segments and its steps.
+
 Units *added* by a step are those after the longest common prefix with the previous step (all units for
 the first step), so a revision that rewrites the last word adds one.
 """
@@ -110,7 +114,32 @@ def stream_stats(streams: Sequence[Stream]) -> dict[str, Any]:
     if timed:
         out["final_time_ms"] = _summary([s.steps[-1].time_ms or 0.0 for s in timed])
     out.update(_partials_counts(streams))
+    talks = [s for s in streams if s.longform]
+    if talks:
+        out["longform_streams"] = len(talks)
+        out["talks"] = [talk_stats(s) for s in talks]
     return out
+
+
+def talk_seconds(stream: Stream) -> float | None:
+    """A talk's length: the recording's (``duration_ms``), else its last step's time; None when untimed."""
+    if stream.duration_ms is not None:
+        return stream.duration_ms / 1000.0
+    last = stream.steps[-1].time_ms
+    return None if last is None else last / 1000.0
+
+
+def talk_stats(stream: Stream) -> dict[str, Any]:
+    """One long-form stream: its length (units of the final transcript, seconds), segments and steps."""
+    seconds = talk_seconds(stream)
+    return {
+        "id": stream.id,
+        "words": len(units(stream.final_source, get_language(stream.src).unspaced)),
+        "seconds": None if seconds is None else round(seconds, 1),
+        "segments": len(stream.segments),
+        "steps": len(stream.steps),
+        "references": len(stream.references),
+    }
 
 
 def _whole(value: Any) -> int:

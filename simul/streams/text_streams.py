@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import UsageError
-from simul.common.languages import get_language
-from simul.streams.fixed_lag import UNITS, LagImport, check_selection, default_unit, lag_streams
+from simul.common.languages import Language, get_language
+from simul.streams.fixed_lag import (
+    UNITS,
+    AlignedLine,
+    LagImport,
+    check_selection,
+    default_unit,
+    lag_streams,
+)
+from simul.streams.longform import document_streams, read_doc_ids
 from simul.streams.parallel_text import read_parallel_text
 from simul.streams.testsets import testset_lines
 
@@ -77,46 +85,88 @@ def _check_request(request: TextRequest) -> None:
         )
 
 
-def text_streams(request: TextRequest) -> TextImport:
-    """Read the test set and build its streams (nothing is written here)."""
-    _check_request(request)
-    check_selection(request.lag, request.start, request.limit)
+@dataclass
+class _Lines:
+    lines: list[AlignedLine]
+    name: str
+    src: Language
+    tgt: Language
+    provenance: dict[str, Any]
+    references_per_line: int
+    what: str
+
+
+def _read_lines(request: TextRequest) -> _Lines:
+    """The lines of the test set (a sacrebleu set or the user's files), with their provenance."""
     if request.testset is not None:
         assert request.langpair is not None
         testset = testset_lines(request.testset, request.langpair)
-        src_lang, tgt_lang = get_language(testset.src), get_language(testset.tgt)
-        lines = testset.lines
         provenance = {**testset.provenance, "format": "sacrebleu"}
         name = request.name or request.testset.replace("/", "_")
         provenance["dataset"] = name
-        per_stream = len(testset.provenance["reference_files"])
-        what = f"sacrebleu's {request.testset} {request.langpair} source"
-    else:
-        assert request.source is not None and request.src is not None and request.tgt is not None
-        src_lang, tgt_lang = get_language(request.src), get_language(request.tgt)
-        text = read_parallel_text(request.source, request.references, request.text_format)
-        lines = text.lines
-        name = request.name or request.source.name.split(".")[0]
-        provenance = {
+        return _Lines(
+            lines=testset.lines,
+            name=name,
+            src=get_language(testset.src),
+            tgt=get_language(testset.tgt),
+            provenance=provenance,
+            references_per_line=len(testset.provenance["reference_files"]),
+            what=f"sacrebleu's {request.testset} {request.langpair} source",
+        )
+    assert request.source is not None and request.src is not None and request.tgt is not None
+    src_lang, tgt_lang = get_language(request.src), get_language(request.tgt)
+    text = read_parallel_text(request.source, request.references, request.text_format)
+    name = request.name or request.source.name.split(".")[0]
+    return _Lines(
+        lines=text.lines,
+        name=name,
+        src=src_lang,
+        tgt=tgt_lang,
+        provenance={
             "dataset": name,
             "format": text.format,
             "source_file": text.source_file.name,
             "reference_files": [p.name for p in text.reference_files],
-        }
-        per_stream = text.references_per_line
-        what = str(request.source)
-    unit = request.unit or default_unit(src_lang)
+        },
+        references_per_line=text.references_per_line,
+        what=str(request.source),
+    )
+
+
+def text_documents(request: TextRequest, doc_ids: Path) -> TextImport:
+    """Long-form streams, one per document of ``doc_ids`` (see simul.streams.longform)."""
+    _check_request(request)
+    if request.start != 1 or request.limit is not None:
+        raise UsageError("--start and --limit select lines, not documents: leave them out with --longform")
+    check_selection(request.lag, 1, None)
+    read = _read_lines(request)
+    documents = read_doc_ids(doc_ids, read.lines, read.what)
+    unit = request.unit or default_unit(read.src)
+    provenance = {**read.provenance, "doc_ids_file": doc_ids.name}
+    streams, skipped = document_streams(
+        documents, read.name, read.src, read.tgt, request.lag, unit, provenance, request.skip_empty
+    )
+    built = LagImport(streams=streams, skipped=skipped)
+    return TextImport(built, read.name, read.src.short, read.tgt.short, read.references_per_line, unit)
+
+
+def text_streams(request: TextRequest) -> TextImport:
+    """Read the test set and build its streams (nothing is written here)."""
+    _check_request(request)
+    check_selection(request.lag, request.start, request.limit)
+    read = _read_lines(request)
+    unit = request.unit or default_unit(read.src)
     built = lag_streams(
-        lines,
-        id_prefix=name,
-        src=src_lang,
-        tgt=tgt_lang,
+        read.lines,
+        id_prefix=read.name,
+        src=read.src,
+        tgt=read.tgt,
         lag=request.lag,
         unit=unit,
-        provenance=provenance,
+        provenance=read.provenance,
         start=request.start,
         limit=request.limit,
         skip_empty=request.skip_empty,
-        what=what,
+        what=read.what,
     )
-    return TextImport(built, name, src_lang.short, tgt_lang.short, per_stream, unit)
+    return TextImport(built, read.name, read.src.short, read.tgt.short, read.references_per_line, unit)

@@ -68,6 +68,26 @@ weird_values: st.SearchStrategy[Any] = st.one_of(
 )
 
 
+# Keys an "add" mutation puts into an object: short-form stream keys, and those of long-form (version-3)
+# records (steps as {keep, add} deltas, segments, the talk's duration).
+ADDED_KEYS = [
+    "extra",
+    "time_ms",
+    "final",
+    "source",
+    "id",
+    "x",
+    "keep",
+    "add",
+    "segments",
+    "references",
+    "reference",
+    "offset_ms",
+    "duration_ms",
+    "longform",
+]
+
+
 def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every path to a value inside ``obj`` (the root included)."""
     out = [prefix]
@@ -111,9 +131,7 @@ def mutated_json(draw: st.DrawFn, seed: Any) -> Any:
         elif op == "drop":
             del parent[last]
         elif op == "add" and isinstance(value, dict):
-            value[draw(st.sampled_from(["extra", "time_ms", "final", "source", "id", "x"]))] = draw(
-                weird_values
-            )
+            value[draw(st.sampled_from(ADDED_KEYS))] = draw(weird_values)
         elif op == "hostile" and isinstance(value, str):
             at = draw(st.integers(0, len(value)))
             parent[last] = value[:at] + draw(hostile_text) + value[at:]

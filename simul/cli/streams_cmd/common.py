@@ -20,6 +20,13 @@ OutputOption = Annotated[
 ]
 StartOption = Annotated[int, typer.Option(help="First segment/sentence to use (1-based line number).")]
 LimitOption = Annotated[int | None, typer.Option(help="Use at most N segments/sentences from --start.")]
+LongformOption = Annotated[
+    bool,
+    typer.Option(
+        "--longform",
+        help="One long-form stream per talk (the growing talk transcript, with its reference segments).",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")]
 PartialsOption = Annotated[
     list[str] | None,

@@ -19,6 +19,7 @@ from simul.cli.streams_cmd.common import (
     FormatOption,
     JsonOption,
     LimitOption,
+    LongformOption,
     MaxGapOption,
     OutputOption,
     PartialsOption,
@@ -31,16 +32,24 @@ from simul.cli.streams_cmd.common import (
     warn,
     write_output,
 )
-from simul.common.errors import UsageError
+from simul.common.errors import SimulError, UsageError
 from simul.common.languages import get_language
 from simul.common.safe_text import markup
 from simul.streams.acl6060 import acl6060_segments
 from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
 from simul.streams.asr.recognizer import RecognizerOptions
 from simul.streams.asr.run import AudioSettings, recognize_segments
+from simul.streams.longform import (
+    DEFAULT_LONGFORM_INTERVAL_MS,
+    MAX_TRIMMED_OVERLAP_MS,
+    partial_talks,
+    pick_talks,
+    simulated_talks,
+    talks_in_order,
+)
 from simul.streams.partials import DEFAULT_MAX_GAP_MS, PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
-from simul.streams.segments import line_segments, select
+from simul.streams.segments import Segment, line_segments, select
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
 
 
@@ -153,7 +162,11 @@ def acl6060_command(
         bool, typer.Option("--simulate", help="Simulate recognizer partials from the segment times.")
     ] = False,
     interval_ms: Annotated[
-        float | None, typer.Option(help=f"Simulated partial every N ms (default {DEFAULT_INTERVAL_MS:g}).")
+        float | None,
+        typer.Option(
+            help=f"Simulated partial every N ms (default {DEFAULT_INTERVAL_MS:g}; with --longform a step "
+            f"every {DEFAULT_LONGFORM_INTERVAL_MS:g})."
+        ),
     ] = None,
     word_times: Annotated[
         list[str] | None,
@@ -179,11 +192,56 @@ def acl6060_command(
     asr_compute_type: AsrComputeOption = "int8",
     asr_beam_size: AsrBeamOption = 1,
     asr_threads: AsrThreadsOption = 0,
+    longform: LongformOption = False,
+    talk: Annotated[
+        list[str] | None,
+        typer.Option("--talk", help="With --longform: build only this talk (repeatable; default: all)."),
+    ] = None,
     start: StartOption = 1,
     limit: LimitOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """ACL 60/60 streams (English speech): steps from recognizer partials, recognized audio or simulation."""
+    """ACL 60/60 streams (English speech): steps from recognizer partials, recognized audio or simulation.
+
+    With --longform, one stream per talk (the growing talk transcript; simulated timing unless --partials
+    gives the recognizer's talk-level output); --limit N then keeps each talk's first N segments."""
+    if longform:
+        asr_given = audio_dir is not None or stable != "none" or asr_model is not None
+        if asr_given or asr_window != "trimmed" or vad != "silero" or asr_compute_type != "int8":
+            raise UsageError(
+                "--longform reads --partials or simulates: --audio-dir and the ASR options do not apply"
+            )
+        if asr_beam_size != 1 or asr_threads != 0:
+            raise UsageError(
+                "--longform reads --partials or simulates: --audio-dir and the ASR options do not apply"
+            )
+        if align != "text" or max_gap_ms != DEFAULT_MAX_GAP_MS or revise_rate is not None:
+            raise UsageError(
+                "--align, --max-gap-ms and --revise-rate do not apply with --longform (a talk is one stream)"
+            )
+        if start != 1:
+            raise UsageError("--start does not apply with --longform; pick talks with --talk")
+        all_segments, _ = acl6060_segments(data_dir, split, tgt, segments)
+        _longform_talks(
+            output,
+            all_segments,
+            f"acl6060-{split}",
+            f"acl6060 {split}",
+            "en",
+            get_language(tgt).short,
+            talk or [],
+            limit,
+            partials or [],
+            partials_format,
+            time_unit,
+            interval_ms,
+            word_times or [],
+            simulate,
+            as_json,
+        )
+        return
+    if talk:
+        raise UsageError("--talk only applies with --longform")
     if bool(partials) + simulate + (audio_dir is not None) != 1:
         raise UsageError(
             "choose the partials: --partials FILE (recognizer output) or --simulate, or --audio-dir DIR "
@@ -335,11 +393,23 @@ def asr_command(
     asr_compute_type: AsrComputeOption = "int8",
     asr_beam_size: AsrBeamOption = 1,
     asr_threads: AsrThreadsOption = 0,
+    longform: LongformOption = False,
     start: StartOption = 1,
     limit: LimitOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Streams from any recognizer output and a line-aligned transcript, or from recognizing an audio file."""
+    """Streams from any recognizer output and a line-aligned transcript, or from recognizing an audio file.
+
+    With --longform, --partials covers whole recordings: one stream per talk (the --segments YAML's wav,
+    else --talk), with the line-aligned segments as its reference segmentation."""
+    if longform:
+        if audio is not None:
+            raise UsageError(
+                "--longform reads the recognizer's talk-level output (--partials FILE); recognizing --audio "
+                "makes one stream per segment (leave out --longform)"
+            )
+        if align != "text" or max_gap_ms != DEFAULT_MAX_GAP_MS or start != 1 or limit is not None:
+            raise UsageError("--align, --max-gap-ms, --start and --limit do not apply with --longform")
     if bool(partials) == (audio is not None):
         raise UsageError(
             "pass the recognizer output with --partials FILE, or an audio file to recognize with --audio FILE"
@@ -388,6 +458,25 @@ def asr_command(
         )
     dataset = name or source.name.split(".")[0]
     all_segments = line_segments(source, reference, dataset, talk or dataset, segments)
+    if longform:
+        _longform_talks(
+            output,
+            all_segments,
+            dataset,
+            dataset,
+            src_short,
+            tgt_short,
+            [],
+            None,
+            partials or [],
+            partials_format,
+            time_unit,
+            None,
+            [],
+            False,
+            as_json,
+        )
+        return
     chosen = select(all_segments, start, limit)
     result = build_partial_streams(
         all_segments,
@@ -408,6 +497,80 @@ def asr_command(
     )
     if as_json:
         print_json({"output": str(output), **result.summary(), "streams": count})
+
+
+def _longform_talks(
+    output: Path,
+    all_segments: list[Segment],
+    id_prefix: str,
+    what: str,
+    src: str,
+    tgt: str,
+    talks_wanted: list[str],
+    limit: int | None,
+    partials: list[str],
+    partials_format: str | None,
+    time_unit: str | None,
+    interval_ms: float | None,
+    word_times: list[str],
+    simulate: bool,
+    as_json: bool,
+) -> None:
+    """Write one long-form stream per talk: from recognizer output (``partials``) or simulated timing."""
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    every = talks_in_order(all_segments)
+    talks = pick_talks(every, talks_wanted)
+    if partials:
+        if simulate or interval_ms is not None or word_times:
+            raise UsageError("--simulate, --interval-ms and --word-times do not apply with --partials")
+        if limit is not None:
+            raise UsageError(
+                "--limit cuts simulated talks only; with --partials cut the recognizer output instead"
+            )
+        built = partial_talks(talks, id_prefix, partials, partials_format, src, tgt, time_unit, list(every))
+        if not built.streams:
+            raise SimulError(
+                f"no talks to write: the partials in {', '.join(partials)} cover none of the selected talks"
+            )
+        uncovered = [t for t in talks if t not in {d["talk"] for d in built.details}]
+        if uncovered:
+            shown = ", ".join(uncovered[:5]) + (", ..." if len(uncovered) > 5 else "")
+            warn(f"{len(uncovered)} talks have no partials and were not written ({shown})", label="note")
+        how = "recognizer output"
+    else:
+        if partials_format is not None or time_unit is not None:
+            raise UsageError("--partials-format and --time-unit only apply with --partials")
+        if limit is not None:
+            talks = {t: segs[:limit] for t, segs in talks.items()}
+        built = simulated_talks(
+            talks,
+            id_prefix,
+            src,
+            tgt,
+            DEFAULT_LONGFORM_INTERVAL_MS if interval_ms is None else interval_ms,
+            word_times,
+            list(every),
+        )
+        how = "simulated timing"
+    count = write_output(output, built.streams)
+    steps = sum(len(s.steps) for s in built.streams)
+    trimmed = sum(d["overlaps_trimmed"] for d in built.details)
+    if trimmed:
+        warn(
+            f"{trimmed} segments overlapped the next one by at most {MAX_TRIMMED_OVERLAP_MS:g} ms (forced "
+            "alignment rounding) and were cut to end where the next starts",
+            label="note",
+        )
+    err_console.print(
+        f"wrote {count} long-form talk{'' if count == 1 else 's'} ({steps} steps) to {output} "
+        f"({what} {src}->{tgt}, {how})",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
+    if as_json:
+        print_json({"output": str(output), **built.summary()})
 
 
 def _audio_name(audio: Path) -> str:

@@ -15,10 +15,11 @@ from simul.cli.streams_cmd.common import (
     OutputOption,
 )
 from simul.common.errors import SimulError, UsageError
+from simul.common.languages import get_language
 from simul.common.safe_text import excerpt, markup, plain
 from simul.streams.format import Stream, read_streams
 from simul.streams.references import reference_lines
-from simul.streams.stats import step_changes, stream_stats
+from simul.streams.stats import step_changes, stream_stats, talk_seconds
 
 
 def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
@@ -55,6 +56,25 @@ def _stats_table(path: Path, stats: dict[str, Any]) -> Table:
     return table
 
 
+# More talks than this are summed up in one row (the JSON lists them all).
+_TALK_ROWS = 50
+
+
+def _talks_table(talks: list[dict[str, Any]], unit: str) -> Table:
+    table = Table(title=f"long-form streams ({len(talks)})", show_header=True)
+    table.add_column("talk", overflow="fold")
+    for name in (f"{unit}s", "seconds", "segments", "steps"):
+        table.add_column(name, justify="right")
+    for talk in talks[:_TALK_ROWS]:
+        seconds = "-" if talk["seconds"] is None else f"{talk['seconds']:.1f}"
+        table.add_row(
+            plain(talk["id"]), str(talk["words"]), seconds, str(talk["segments"]), str(talk["steps"])
+        )
+    if len(talks) > _TALK_ROWS:
+        table.add_row(f"... {len(talks) - _TALK_ROWS} more (--json lists all)", "", "", "", "")
+    return table
+
+
 @handle_errors
 def stats_command(
     path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
@@ -63,12 +83,21 @@ def stats_command(
     """Streams, steps per stream, units added per step, share of revising steps, timing."""
     stats = {"file": str(path), **stream_stats(read_streams(path))}
     err_console.print(_stats_table(path, stats))
+    if "talks" in stats:
+        err_console.print(_talks_table(stats["talks"], stats["unit"]))
     if as_json:
         print_json(stats)
 
 
-def _find_stream(path: Path, stream_id: str) -> Stream:
+def _find_stream(path: Path, stream_id: str | None) -> Stream:
     streams = read_streams(path)
+    if stream_id is None:
+        if len(streams) == 1:
+            return streams[0]
+        raise UsageError(
+            f"{path} holds {len(streams)} streams: pick one with --id (ids look like "
+            f"{excerpt(streams[0].id)})"
+        )
     for stream in streams:
         if stream.id == stream_id:
             return stream
@@ -80,13 +109,39 @@ def _find_stream(path: Path, stream_id: str) -> Stream:
 @handle_errors
 def show_command(
     path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
-    stream_id: Annotated[str, typer.Option("--id", help="Id of the stream to show.")],
+    stream_id: Annotated[
+        str | None, typer.Option("--id", help="Id of the stream to show (may be left out if there is one).")
+    ] = None,
+    first: Annotated[
+        int | None, typer.Option("--from", help="Long-form: the first step to show (0-based).")
+    ] = None,
+    last: Annotated[int | None, typer.Option("--to", help="Long-form: the last step to show.")] = None,
+    words: Annotated[
+        int, typer.Option(help="Long-form: show the last N words (characters for zh/ja) of each step.")
+    ] = 12,
+    segments: Annotated[
+        bool, typer.Option("--segments", help="Long-form: list the reference segments instead of the steps.")
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the stream record as JSON on stdout.")
     ] = False,
 ) -> None:
-    """The steps of one stream, with their times and how each changes the previous one."""
+    """The steps of one stream, with their times and how each changes the previous one.
+
+    A long-form stream (a whole talk) is shown scrolled: each step as the last --words words of the
+    transcript so far, steps --from..--to; --segments lists its reference segments."""
     stream = _find_stream(path, stream_id)
+    if not stream.longform and (first is not None or last is not None or segments or words != 12):
+        raise UsageError("--from, --to, --words and --segments apply to long-form streams only")
+    if stream.longform:
+        err_console.print(_segments_table(stream) if segments else _talk_table(stream, first, last, words))
+    else:
+        err_console.print(_steps_table(stream))
+    if as_json:
+        print_json(stream.to_json())
+
+
+def _steps_table(stream: Stream) -> Table:
     table = Table(
         title=markup(f"{stream.id} ({stream.src}->{stream.tgt}, {len(stream.steps)} steps)", newlines=False),
         caption="\n".join(markup(line) for line in reference_lines(stream)) or "no reference",
@@ -100,9 +155,80 @@ def show_command(
         time = "-" if step.time_ms is None else f"{step.time_ms:.0f}"
         kind = change.kind + (" (final)" if step.final else "")
         table.add_row(str(index), time, kind, f"+{change.added} -{change.removed}", plain(step.source))
-    err_console.print(table)
-    if as_json:
-        print_json(stream.to_json())
+    return table
+
+
+def _talk_title(stream: Stream) -> str:
+    seconds = talk_seconds(stream)
+    length = "" if seconds is None else f", {seconds:.1f} s"
+    return (
+        f"{stream.id} ({stream.src}->{stream.tgt}, long-form{length}, {len(stream.segments)} segments, "
+        f"{len(stream.steps)} steps)"
+    )
+
+
+def _step_range(stream: Stream, first: int | None, last: int | None) -> range:
+    n = len(stream.steps)
+    lo = 0 if first is None else first
+    hi = n - 1 if last is None else last
+    if not 0 <= lo < n or not 0 <= hi < n or hi < lo:
+        raise UsageError(f"--from/--to must pick steps within 0..{n - 1}, --from not after --to")
+    return range(lo, hi + 1)
+
+
+def _tail(text: str, count: int, unspaced: bool) -> str:
+    """The last ``count`` units of ``text``, with an ellipsis when it is cut."""
+    if unspaced:
+        return text if len(text) <= count else "…" + text[-count:]
+    parts = text.split()
+    return text if len(parts) <= count else "… " + " ".join(parts[-count:])
+
+
+def _talk_table(stream: Stream, first: int | None, last: int | None, words: int) -> Table:
+    if words < 1:
+        raise UsageError(f"--words must be at least 1, got {words}")
+    shown = _step_range(stream, first, last)
+    unspaced = get_language(stream.src).unspaced
+    table = Table(
+        title=markup(_talk_title(stream), newlines=False),
+        caption=f"steps {shown.start}..{shown.stop - 1} of {len(stream.steps)}; each step: the last {words} "
+        f"{'characters' if unspaced else 'words'} of the transcript so far (--words, --from, --to)",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("time ms", justify="right")
+    table.add_column("change")
+    table.add_column("+/-", justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("transcript so far", overflow="fold")
+    changes = step_changes(stream)
+    for index in shown:
+        step, change = stream.steps[index], changes[index]
+        time = "-" if step.time_ms is None else f"{step.time_ms:.0f}"
+        kind = change.kind + (" (final)" if step.final else "")
+        table.add_row(
+            str(index),
+            time,
+            kind,
+            f"+{change.added} -{change.removed}",
+            str(change.length),
+            plain(_tail(step.source, words, unspaced)),
+        )
+    return table
+
+
+def _segments_table(stream: Stream) -> Table:
+    table = Table(title=markup(_talk_title(stream), newlines=False), caption="reference segments")
+    table.add_column("#", justify="right")
+    table.add_column("start s", justify="right")
+    table.add_column("end s", justify="right")
+    table.add_column("source", overflow="fold")
+    table.add_column("reference", overflow="fold")
+    for number, seg in enumerate(stream.segments, start=1):
+        start = "-" if seg.offset_ms is None else f"{seg.offset_ms / 1000.0:.2f}"
+        end = "-" if seg.end_ms is None else f"{seg.end_ms / 1000.0:.2f}"
+        refs = " | ".join(seg.references) if seg.references else "-"
+        table.add_row(str(number), start, end, plain(seg.source or "-"), plain(refs))
+    return table
 
 
 @handle_errors

@@ -17,9 +17,10 @@ from simul.cli.streams_cmd.common import (
     warn,
     write_output,
 )
+from simul.common.errors import UsageError
 from simul.common.languages import get_language
 from simul.streams.flores import flores_streams
-from simul.streams.text_streams import TextRequest, text_streams
+from simul.streams.text_streams import TextRequest, text_documents, text_streams
 
 
 @handle_errors
@@ -90,11 +91,31 @@ def text_command(
             help="Leave out lines with an empty source or reference (counted) instead of failing.",
         ),
     ] = False,
+    longform: Annotated[
+        bool,
+        typer.Option(
+            "--longform",
+            help="One long-form stream per document (--doc-ids): lag units per step across the document.",
+        ),
+    ] = False,
+    doc_ids: Annotated[
+        Path | None,
+        typer.Option(
+            "--doc-ids",
+            help="With --longform: one document id per line of the text (WMT docids, ACL 60/60 talkids).",
+        ),
+    ] = None,
     start: StartOption = 1,
     limit: LimitOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Fixed-lag streams from parallel text (line-aligned files, TSV, JSONL) or a sacrebleu test set."""
+    if longform != (doc_ids is not None):
+        raise UsageError(
+            "--longform needs --doc-ids FILE (the document of each line)"
+            if longform
+            else "--doc-ids only applies with --longform"
+        )
     request = TextRequest(
         source=src_file,
         references=list(ref or []),
@@ -110,19 +131,20 @@ def text_command(
         limit=limit,
         skip_empty=skip_empty,
     )
-    imported = text_streams(request)
+    imported = text_documents(request, doc_ids) if doc_ids is not None else text_streams(request)
     for reason, lines in imported.built.skipped.items():
         shown = ", ".join(str(x) for x in lines[:20]) + (", ..." if len(lines) > 20 else "")
         warn(f"skipped {len(lines)} line(s) with an {reason} (--skip-empty): lines {shown}", label="note")
     count = write_output(output, imported.built.streams)
     refs = imported.references_per_stream
+    kind, per = ("documents", "segment") if doc_ids is not None else ("streams", "stream")
     err_console.print(
-        f"wrote {count} streams to {output} ({imported.name} {imported.src}->{imported.tgt}, "
-        f"{refs} reference{'' if refs == 1 else 's'} per stream, lag {lag} {imported.unit}s); "
+        f"wrote {count} {kind} to {output} ({imported.name} {imported.src}->{imported.tgt}, "
+        f"{refs} reference{'' if refs == 1 else 's'} per {per}, lag {lag} {imported.unit}s); "
         f"{imported.built.skipped_count} line{'' if imported.built.skipped_count == 1 else 's'} skipped",
         soft_wrap=True,
         highlight=False,
         markup=False,
     )
     if as_json:
-        print_json({"output": str(output), **imported.summary()})
+        print_json({"output": str(output), **imported.summary(), "longform": doc_ids is not None})
