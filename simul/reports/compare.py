@@ -128,6 +128,10 @@ def parse_thresholds(items: Sequence[str], option: str) -> dict[str, float | Non
         if not sep:
             raise UsageError(f"{option} takes metric=value, e.g. {option} chrf=0.5; got {item!r}")
         info = metric_info(name.strip())
+        if not info.directional:
+            raise UsageError(
+                f"{info.name} is a diagnostic with no better direction; {option} takes metrics that have one"
+            )
         wants_higher = option == "--max-drop"
         if info.higher_is_better != wants_higher:
             other = "--max-increase" if wants_higher else "--max-drop"
@@ -226,6 +230,8 @@ class MetricRow:
     # why a speed figure of either run is unreliable (the process got clearly less CPU than it asked for)
     base_unreliable: str | None = None
     new_unreliable: str | None = None
+    # False for diagnostics with no better direction (SWF, EFSW, DSPTV): their change is "changed"
+    directional: bool = True
 
     @property
     def unreliable(self) -> bool:
@@ -242,12 +248,14 @@ class MetricRow:
             return "n/a"
         if abs(delta) < 1e-12:
             return "same"
+        if not self.directional:
+            return "changed"
         return "better" if (delta > 0) == self.higher_is_better else "worse"
 
     @property
     def crossed(self) -> bool:
         delta = self.delta
-        if delta is None or self.threshold is None:
+        if delta is None or self.threshold is None or not self.directional:
             return False
         loss = -delta if self.higher_is_better else delta
         return loss > self.threshold + 1e-12
@@ -266,7 +274,7 @@ class MetricRow:
             "base": self.base,
             "new": self.new,
             "delta": None if self.delta is None else round(self.delta, 4),
-            "higher_is_better": self.higher_is_better,
+            "higher_is_better": self.higher_is_better if self.directional else None,
             "direction": self.direction,
             "threshold": self.threshold,
             "crossed": self.crossed,
@@ -388,6 +396,7 @@ def compare(
                     thresholds.get(name),
                     base_unreliable=b_timing.reason(b_method["key"], name),
                     new_unreliable=n_timing.reason(n_method["key"], name),
+                    directional=info.directional,
                 )
             )
         units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))
