@@ -1,4 +1,5 @@
-"""`simul export RUN_DIR --format simuleval|simulstream`: the displayed stream in another toolkit's format."""
+"""`simul export RUN_DIR --format simuleval|simulstream|omnisteval`: the displayed stream in another toolkit's
+format."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ from simul.cli.common import err_console, handle_errors
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.safe_text import excerpt, visible
+from simul.decoding import StreamResult
 from simul.metrics.quality import bleu_tokenizer
 from simul.metrics.units import TARGET_UNITS, target_unit
-from simul.reports.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
+from simul.reports.export import (
+    EXPORT_FORMATS,
+    omnisteval_shortform_export,
+    simuleval_lines,
+    simulstream_export,
+)
 from simul.runs.directory import load_run, write_atomic
+from simul.streams.format import Stream
 
 
 def make_folder(folder: Path) -> None:
@@ -30,7 +38,7 @@ def register(app: typer.Typer) -> None:
     def export_command(
         run_dir: Annotated[Path, typer.Argument(help="A complete run directory.")],
         format: Annotated[
-            str, typer.Option("--format", help="Output format: simuleval or simulstream.")
+            str, typer.Option("--format", help="Output format: simuleval, simulstream or omnisteval.")
         ] = "simuleval",
         method: Annotated[
             str | None, typer.Option(help="Method key to export (see run.json). Default: the last method.")
@@ -46,14 +54,17 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(
                 "--output",
+                "--out",
                 "-o",
                 help="simuleval: the instances.log to write "
                 "(default RUN_DIR/simuleval/<method>/instances.log); "
-                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>).",
+                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>); "
+                "omnisteval: the folder to write (default RUN_DIR/omnisteval/<method>).",
             ),
         ] = None,
     ) -> None:
-        """Write what was displayed in SimulEval's or simulstream's format, to rescore a run elsewhere."""
+        """Write what was displayed in SimulEval's, simulstream's or OmniSTEval's format, to rescore a run
+        elsewhere."""
         if format not in EXPORT_FORMATS:
             raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
         loaded = load_run(run_dir, can_allow=False)
@@ -90,6 +101,16 @@ def register(app: typer.Typer) -> None:
                 markup=False,
             )
             return
+        if format == "omnisteval":
+            if unit is not None:
+                raise UsageError("--unit applies to --format simulstream; OmniSTEval uses the target's unit")
+            folder = output or run_dir / "omnisteval" / key
+            if any(loaded.streams[r.stream_id].longform for r in results):
+                raise SimulError(
+                    f"{run_dir} is a long-form run; --format omnisteval exports short-form runs only so far"
+                )
+            export_omnisteval_shortform(results, loaded.streams, folder, key, bleu)
+            return
         folder = output or run_dir / "simulstream" / key
         make_folder(folder)
         if unit is not None and unit not in TARGET_UNITS:
@@ -112,3 +133,23 @@ def register(app: typer.Typer) -> None:
             ),
             markup=False,
         )
+
+
+def export_omnisteval_shortform(
+    results: list[StreamResult], streams: dict[str, Stream], folder: Path, key: str, bleu: str
+) -> None:
+    """Short-form runs: instances.jsonl, references.txt and sources.txt for `omnisteval shortform`."""
+    export = omnisteval_shortform_export(results, streams)
+    make_folder(folder)
+    write_atomic(folder / "instances.jsonl", export.instances)
+    write_atomic(folder / "references.txt", export.references)
+    write_atomic(folder / "sources.txt", export.sources)
+    level = "--char_level" if export.unit == "char" else "--word_level"
+    err_console.print(
+        visible(
+            f"wrote {len(results)} short-form instances of {key} to {folder / 'instances.jsonl'}\n"
+            f"score with: omnisteval shortform --hypothesis_file {folder}/instances.jsonl "
+            f"--ref_sentences_file {folder}/references.txt --bleu_tokenizer {bleu} {level}"
+        ),
+        markup=False,
+    )
