@@ -220,3 +220,5 @@ def test_the_table_footer_shows_the_diagnostics_and_the_flag(runs: dict[str, tup
         degeneracy_note(fake) or ""
     )
     assert degeneracy_note([{"label": "Y", "metrics": {"swf": None}}]) is None
+    late = [{"label": "Z", "metrics": {"swf": 0.0, "efsw": None, "dsptv": None, "degenerate_policy": 0.0}}]
+    assert (degeneracy_note(late) or "").endswith("Z SWF 0.0% EFSW - DSPTV -")

@@ -108,7 +108,8 @@ def degeneracy_note(methods: Sequence[dict[str, Any]]) -> str | None:
         if swf is None:
             continue
         label = markup(method.get("label", method.get("name", "?")), newlines=False)
-        part = f"{label} SWF {fmt(swf, '.1f')}% EFSW {fmt(efsw, '.1f')}% DSPTV {fmt(dsptv, '+.1f')}"
+        efsw_text = "-" if efsw is None else f"{fmt(efsw, '.1f')}%"
+        part = f"{label} SWF {fmt(swf, '.1f')}% EFSW {efsw_text} DSPTV {fmt(dsptv, '+.1f')}"
         if metrics.get("degenerate_policy") == 1:
             part += " [bold red]LIKELY DEGENERATE POLICY[/]"
         parts.append(part)
