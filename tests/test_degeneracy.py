@@ -222,3 +222,14 @@ def test_the_table_footer_shows_the_diagnostics_and_the_flag(runs: dict[str, tup
     assert degeneracy_note([{"label": "Y", "metrics": {"swf": None}}]) is None
     late = [{"label": "Z", "metrics": {"swf": 0.0, "efsw": None, "dsptv": None, "degenerate_policy": 0.0}}]
     assert (degeneracy_note(late) or "").endswith("Z SWF 0.0% EFSW - DSPTV -")
+
+
+def test_long_form_runs_get_none() -> None:
+    from types import SimpleNamespace
+
+    from simul.metrics.compute import _degeneracy
+
+    results: list = [SimpleNamespace(stream_id="talk")]
+    delays = [_delays([1, 2, 5, 5], 5, 4)]
+    assert _degeneracy(results, {"talk": SimpleNamespace(longform=True)}, delays).swf is None  # type: ignore[arg-type]
+    assert _degeneracy(results, {"talk": SimpleNamespace(longform=False)}, delays).swf == 50.0  # type: ignore[arg-type]
