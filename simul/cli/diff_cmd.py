@@ -22,6 +22,7 @@ from simul.reports.compare import (
     MethodComparison,
     MetricRow,
     compare,
+    parse_pairs,
     parse_thresholds,
 )
 
@@ -182,6 +183,15 @@ def register(app: typer.Typer) -> None:
                 f"{_defaults(DEFAULT_MAX_INCREASE)}.",
             ),
         ] = None,
+        pair: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--pair",
+                help="Compare base method BASE_KEY with new method NEW_KEY although their keys differ, e.g. "
+                "--pair rt=ext-mysystem for an RT baseline against an ingested system (repeatable; keys as "
+                "in run.json).",
+            ),
+        ] = None,
         force: Annotated[
             bool, typer.Option(help="Compare runs over different streams or signatures.")
         ] = False,
@@ -206,6 +216,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --format {format!r}; choose one of {', '.join(FORMATS)}")
         drops = parse_thresholds(max_drop or [], "--max-drop")
         increases = parse_thresholds(max_increase or [], "--max-increase")
+        pairs = parse_pairs(pair or [])
         try:
             comparison = compare(
                 base,
@@ -216,6 +227,7 @@ def register(app: typer.Typer) -> None:
                 bootstrap_samples=bootstrap,
                 worst=worst,
                 allow_noise=allow_noise,
+                pairs=pairs,
             )
         except Incomparable as exc:
             err_console.print(f"[bold red]refused:[/] {markup(exc)}", soft_wrap=True)

@@ -1,5 +1,5 @@
 """`simul export RUN_DIR --format simuleval|simulstream|omnisteval`: the displayed stream in another toolkit's
-format (omnisteval, and simulstream's long-form layout, for long-form runs)."""
+format (omnisteval for short-form and long-form runs, simulstream's long-form layout for talks)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,15 @@ from simul.cli.common import err_console, handle_errors
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.safe_text import excerpt, visible
+from simul.decoding import StreamResult
 from simul.metrics.quality import bleu_tokenizer
 from simul.metrics.units import TARGET_UNITS, target_unit
-from simul.reports.export import EXPORT_FORMATS, simuleval_lines, simulstream_export
+from simul.reports.export import (
+    EXPORT_FORMATS,
+    omnisteval_shortform_export,
+    simuleval_lines,
+    simulstream_export,
+)
 from simul.reports.export_longform import (
     LONGFORM_FORMATS,
     is_longform_run,
@@ -23,6 +29,7 @@ from simul.reports.export_longform import (
     simulstream_longform_export,
 )
 from simul.runs.directory import LoadedRun, load_run, write_atomic
+from simul.streams.format import Stream
 
 ALL_FORMATS = (*EXPORT_FORMATS, *(f for f in LONGFORM_FORMATS if f not in EXPORT_FORMATS))
 
@@ -43,8 +50,8 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--format",
-                help="Output format: simuleval or simulstream; for long-form runs (talks) omnisteval "
-                "(OmniSTEval's long-form JSONL, segmentation and references) or simulstream.",
+                help="Output format: simuleval, simulstream or omnisteval (OmniSTEval's short-form "
+                "instances, or for long-form runs its long-form JSONL, segmentation and references).",
             ),
         ] = "simuleval",
         method: Annotated[
@@ -69,23 +76,20 @@ def register(app: typer.Typer) -> None:
                 "-o",
                 help="simuleval: the instances.log to write "
                 "(default RUN_DIR/simuleval/<method>/instances.log); "
-                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>). Long-form runs: "
+                "simulstream: the folder to write (default RUN_DIR/simulstream/<method>); "
+                "omnisteval: the folder to write (default RUN_DIR/omnisteval/<method>). Long-form runs: "
                 "the folder that gets one folder per method (default RUN_DIR/<format>).",
             ),
         ] = None,
     ) -> None:
-        """Write what was displayed in SimulEval's or simulstream's format, to rescore a run elsewhere."""
+        """Write what was displayed in SimulEval's, simulstream's or OmniSTEval's format, to rescore a run
+        elsewhere."""
         if format not in ALL_FORMATS:
             raise UsageError(f"unknown --format {format!r}; choose one of: {', '.join(ALL_FORMATS)}")
         loaded = load_run(run_dir, can_allow=False)
         if is_longform_run(loaded.streams):
             _export_longform(loaded, format, method, unit, output)
             return
-        if format == "omnisteval":
-            raise UsageError(
-                "--format omnisteval exports long-form runs (talks); this run's streams are sentences: use "
-                "--format simuleval (OmniSTEval's shortform reads its instances.log) or simulstream"
-            )
         keys = [m.key for m in loaded.methods]
         key = method or keys[-1]
         if key not in loaded.results:
@@ -118,6 +122,12 @@ def register(app: typer.Typer) -> None:
                 ),
                 markup=False,
             )
+            return
+        if format == "omnisteval":
+            if unit is not None:
+                raise UsageError("--unit applies to --format simulstream; OmniSTEval uses the target's unit")
+            folder = output or run_dir / "omnisteval" / key
+            export_omnisteval_shortform(results, loaded.streams, folder, key, bleu)
             return
         folder = output or run_dir / "simulstream" / key
         make_folder(folder)
@@ -175,3 +185,23 @@ def _export_longform(
             lines.append(f"score with: {shlex.join(done.command)}")
             lines.append(f"or, on the JSONL of the same folder: {shlex.join(done.omnisteval.command)}")
     err_console.print(visible("\n".join(lines)), markup=False)
+
+
+def export_omnisteval_shortform(
+    results: list[StreamResult], streams: dict[str, Stream], folder: Path, key: str, bleu: str
+) -> None:
+    """Short-form runs: instances.jsonl, references.txt and sources.txt for `omnisteval shortform`."""
+    export = omnisteval_shortform_export(results, streams)
+    make_folder(folder)
+    write_atomic(folder / "instances.jsonl", export.instances)
+    write_atomic(folder / "references.txt", export.references)
+    write_atomic(folder / "sources.txt", export.sources)
+    level = "--char_level" if export.unit == "char" else "--word_level"
+    err_console.print(
+        visible(
+            f"wrote {len(results)} short-form instances of {key} to {folder / 'instances.jsonl'}\n"
+            f"score with: omnisteval shortform --hypothesis_file {folder}/instances.jsonl "
+            f"--ref_sentences_file {folder}/references.txt --bleu_tokenizer {bleu} {level}"
+        ),
+        markup=False,
+    )

@@ -13,7 +13,8 @@ from typing import Any
 from simul.common.languages import get_language
 from simul.decoding import StepRecord, StreamResult
 from simul.metrics.acceptance import acceptance
-from simul.metrics.delays import stream_delays
+from simul.metrics.degeneracy import Degeneracy, degeneracy
+from simul.metrics.delays import StreamDelays, stream_delays
 from simul.metrics.erasure import normalized_erasure, stream_erasure
 from simul.metrics.latency import Lagging
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
@@ -131,9 +132,11 @@ def method_report(
     per_stream: list[dict[str, Any]] = []
     lags: list[Lagging] = []
     lags_aware: list[Lagging] = []
+    all_delays: list[StreamDelays] = []
     for result, raw, disp in zip(results, raw_tok, disp_tok, strict=True):
         stream = streams[result.stream_id]
         delays = stream_delays(result, stream)
+        all_delays.append(delays)
         lag = delays.lagging()
         lags.append(lag)
         lags_aware.append(delays.lagging_aware())
@@ -208,6 +211,7 @@ def method_report(
         "p50_update_ms": round(spd.p50_update_ms, 2),
         "p95_update_ms": round(spd.p95_update_ms, 2),
         "agreement_rt": _round(agreement, 2),
+        **_degeneracy(results, streams, all_delays).metrics(),
     }
     extra = {
         "streams": len(results),
@@ -266,6 +270,16 @@ def _add_talk_figures(
         metrics[name] = None
     for row in per_stream:
         row["latency"] = row["yaal"] = None
+
+
+def _degeneracy(
+    results: Sequence[StreamResult], streams: Mapping[str, Stream], delays: Sequence[StreamDelays]
+) -> Degeneracy:
+    """OmniSTEval's short-form degeneracy diagnostics (``metrics/degeneracy.py``); none for long-form runs,
+    which OmniSTEval does not compute them for."""
+    if any(streams[r.stream_id].longform for r in results):
+        return Degeneracy.none()
+    return degeneracy(delays)
 
 
 def reports_for(

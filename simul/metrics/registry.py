@@ -15,6 +15,9 @@ class MetricInfo:
     description: str
     # figures that depend on wall-clock time, not only on the outputs
     timing: bool = False
+    # False for diagnostics with no better direction (SWF, EFSW, DSPTV): `simul diff` shows their change
+    # but takes no threshold on them, and run.json's ``higher_is_better`` leaves them out
+    directional: bool = True
 
 
 METRICS: dict[str, MetricInfo] = {
@@ -80,6 +83,34 @@ METRICS: dict[str, MetricInfo] = {
             "Growth",
             "long-form: mean update time in the talks' last quarter / first quarter (metrics.talk_cost)",
             timing=True,
+        ),
+        # OmniSTEval's short-form degeneracy diagnostics (metrics/degeneracy.py); None for long-form runs
+        MetricInfo(
+            "swf",
+            False,
+            "SWF",
+            "simultaneous words fraction: percent of displayed units finalised before the source ended",
+            directional=False,
+        ),
+        MetricInfo(
+            "efsw",
+            False,
+            "EFSW",
+            "expected fraction of simultaneous words: percent of the source before YAAL",
+            directional=False,
+        ),
+        MetricInfo(
+            "dsptv",
+            False,
+            "DSPTV",
+            "degenerate simultaneous policy test value: EFSW - SWF, percentage points",
+            directional=False,
+        ),
+        MetricInfo(
+            "degenerate_policy",
+            False,
+            "Degenerate",
+            "1 when |DSPTV| > 20 (OmniSTEval's 'likely degenerate simultaneous policy'), else 0",
         ),
     ]
 }

@@ -47,7 +47,7 @@ def not_available(run: Mapping[str, Any]) -> frozenset[str]:
 
 
 def higher_is_better() -> dict[str, bool]:
-    return {name: info.higher_is_better for name, info in METRICS.items()}
+    return {name: info.higher_is_better for name, info in METRICS.items() if info.directional}
 
 
 def score(

@@ -19,6 +19,7 @@ from typing import Any
 
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
+from simul.common.safe_text import excerpt
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.registry import METRICS, metric_info
 from simul.reports.run_conditions import hardware_difference, wait_policy_difference
@@ -98,14 +99,54 @@ def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
     return reasons
 
 
+def parse_pairs(items: Sequence[str]) -> list[tuple[str, str]]:
+    """``BASE_KEY=NEW_KEY`` items of ``simul diff --pair``; a key may appear in one pair per side only."""
+    pairs: list[tuple[str, str]] = []
+    seen: dict[str, dict[str, str]] = {"base": {}, "new": {}}
+    for item in items:
+        b_key, sep, n_key = (part.strip() for part in item.partition("="))
+        if not sep or not b_key or not n_key:
+            raise UsageError(
+                f"--pair takes BASE_KEY=NEW_KEY (method keys as in run.json), e.g. --pair rt=ext-mysystem; "
+                f"got {excerpt(item)}"
+            )
+        for side, key in (("base", b_key), ("new", n_key)):
+            if key in seen[side]:
+                raise UsageError(
+                    f"--pair {excerpt(item)}: {side} method {excerpt(key)} is already paired "
+                    f"(--pair {excerpt(seen[side][key])}); pair each method once"
+                )
+            seen[side][key] = item
+        pairs.append((b_key, n_key))
+    return pairs
+
+
 def pair_methods(
-    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
+    base: Sequence[dict[str, Any]],
+    new: Sequence[dict[str, Any]],
+    explicit: Sequence[tuple[str, str]] = (),
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Methods with the same key are paired; if one method is left on each side, those two are paired too
-    (so SSBD with beta 0.2 can be compared with SSBD with beta 0.5)."""
+    """The ``explicit`` pairs (``--pair``) first; then, among the methods they leave, those with the same key
+    are paired, and if one method is left on each side, those two are paired too (so SSBD with beta 0.2 can
+    be compared with SSBD with beta 0.5)."""
+    base_by_key = {m["key"]: m for m in base}
     new_by_key = {m["key"]: m for m in new}
-    pairs = [(m, new_by_key[m["key"]]) for m in base if m["key"] in new_by_key]
-    left_base = [m for m in base if m["key"] not in new_by_key]
+    pairs = []
+    for b_key, n_key in explicit:
+        for side, key, present in (("base", b_key, base_by_key), ("new", n_key, new_by_key)):
+            if key not in present:
+                raise UsageError(
+                    f"--pair {excerpt(f'{b_key}={n_key}')}: the {side} run has no method {excerpt(key)}; "
+                    f"its methods are: {', '.join(present)}"
+                )
+        pairs.append((base_by_key[b_key], new_by_key[n_key]))
+    taken_base = {b for b, _ in explicit}
+    taken_new = {n for _, n in explicit}
+    base = [m for m in base if m["key"] not in taken_base]
+    new = [m for m in new if m["key"] not in taken_new]
+    new_left = {m["key"]: m for m in new}
+    pairs += [(m, new_left[m["key"]]) for m in base if m["key"] in new_left]
+    left_base = [m for m in base if m["key"] not in new_left]
     base_keys = {m["key"] for m in base}
     left_new = [m for m in new if m["key"] not in base_keys]
     if len(left_base) == 1 and len(left_new) == 1:
@@ -113,11 +154,30 @@ def pair_methods(
     if not pairs:
         raise SimulError(
             "the runs share no method: base has "
-            + ", ".join(m["key"] for m in base)
+            + ", ".join(base_by_key)
             + "; new has "
-            + ", ".join(m["key"] for m in new)
+            + ", ".join(new_by_key)
+            + " (pair methods with different keys with --pair BASE_KEY=NEW_KEY)"
         )
     return pairs
+
+
+def unpaired(
+    base: Sequence[dict[str, Any]],
+    new: Sequence[dict[str, Any]],
+    pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]],
+) -> str | None:
+    """A note naming the methods left out of the comparison, if any."""
+    b_done = {b["key"] for b, _ in pairs}
+    n_done = {n["key"] for _, n in pairs}
+    parts = []
+    for side, methods, done in (("base", base, b_done), ("new", new, n_done)):
+        left = [m["key"] for m in methods if m["key"] not in done]
+        if left:
+            parts.append(f"{side} {', '.join(left)}")
+    if not parts:
+        return None
+    return "not compared (no pair): " + "; ".join(parts) + " (add --pair BASE_KEY=NEW_KEY to compare them)"
 
 
 def parse_thresholds(items: Sequence[str], option: str) -> dict[str, float | None]:
@@ -128,6 +188,10 @@ def parse_thresholds(items: Sequence[str], option: str) -> dict[str, float | Non
         if not sep:
             raise UsageError(f"{option} takes metric=value, e.g. {option} chrf=0.5; got {item!r}")
         info = metric_info(name.strip())
+        if not info.directional:
+            raise UsageError(
+                f"{info.name} is a diagnostic with no better direction; {option} takes metrics that have one"
+            )
         wants_higher = option == "--max-drop"
         if info.higher_is_better != wants_higher:
             other = "--max-increase" if wants_higher else "--max-drop"
@@ -226,6 +290,8 @@ class MetricRow:
     # why a speed figure of either run is unreliable (the process got clearly less CPU than it asked for)
     base_unreliable: str | None = None
     new_unreliable: str | None = None
+    # False for diagnostics with no better direction (SWF, EFSW, DSPTV): their change is "changed"
+    directional: bool = True
 
     @property
     def unreliable(self) -> bool:
@@ -242,12 +308,14 @@ class MetricRow:
             return "n/a"
         if abs(delta) < 1e-12:
             return "same"
+        if not self.directional:
+            return "changed"
         return "better" if (delta > 0) == self.higher_is_better else "worse"
 
     @property
     def crossed(self) -> bool:
         delta = self.delta
-        if delta is None or self.threshold is None:
+        if delta is None or self.threshold is None or not self.directional:
             return False
         loss = -delta if self.higher_is_better else delta
         return loss > self.threshold + 1e-12
@@ -266,7 +334,7 @@ class MetricRow:
             "base": self.base,
             "new": self.new,
             "delta": None if self.delta is None else round(self.delta, 4),
-            "higher_is_better": self.higher_is_better,
+            "higher_is_better": self.higher_is_better if self.directional else None,
             "direction": self.direction,
             "threshold": self.threshold,
             "crossed": self.crossed,
@@ -339,7 +407,9 @@ def compare(
     bootstrap_samples: int = 1000,
     worst: int = 5,
     allow_noise: bool = False,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> Comparison:
+    """Compare two runs; ``pairs`` are ``--pair`` (base key, new key) pairs of methods with different keys."""
     base, new = load_side(base_path), load_side(new_path)
     reasons = incompatibilities(base.run, new.run)
     if reasons and not force:
@@ -368,7 +438,12 @@ def compare(
     thresholds.update(max_increase)
     b_timing, n_timing = TimingNotes.from_run(base.run), TimingNotes.from_run(new.run)
     comparisons = []
-    for b_method, n_method in pair_methods(base.run["methods"], new.run["methods"]):
+    paired = pair_methods(base.run["methods"], new.run["methods"], pairs)
+    if pairs:
+        left_out = unpaired(base.run["methods"], new.run["methods"], paired)
+        if left_out:
+            notes.append(left_out)
+    for b_method, n_method in paired:
         label = (
             b_method["label"]
             if b_method["key"] == n_method["key"]
@@ -388,6 +463,7 @@ def compare(
                     thresholds.get(name),
                     base_unreliable=b_timing.reason(b_method["key"], name),
                     new_unreliable=n_timing.reason(n_method["key"], name),
+                    directional=info.directional,
                 )
             )
         units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))

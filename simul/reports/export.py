@@ -39,6 +39,17 @@ the field).
 Next to the log the export writes what OmniSTEval needs: ``eval.yaml`` (simulstream's ``simuleval``
 detokenizer with the unit), ``segmentation.yaml`` (one segment per stream: offset 0, duration |X|),
 ``references.txt`` and ``sources.txt``.
+
+**OmniSTEval short-form** (``omnisteval shortform``, OmniSTEval 0.1.10 ``io.load_shortform_instances``): a
+folder with ``instances.jsonl``, one JSON object per stream in the run's order with what that loader reads
+(``prediction``, ``delays`` (its default ``--emission_cu_key``), ``source_length``, and ``elapsed`` (its
+default ``--emission_ca_key``) for timed streams only) plus ``index``, ``id``, ``reference`` and
+``latency_unit`` for people; ``references.txt`` (one reference a line, in the same order; the loader
+requires it) and ``sources.txt`` (for ``--comet``). The values are the SimulEval export's, so OmniSTEval's
+YAAL, SWF, EFSW, DSPTV and degenerate-policy flag on the export equal ``yaal``, ``swf``, ``efsw``,
+``dsptv`` and ``degenerate_policy`` in ``run.json`` (``metrics/degeneracy.py``). ``elapsed`` is left out
+for text streams: it is in milliseconds while their ``source_length`` is in words, and OmniSTEval would
+mix the two in its computation-aware figures (simul's ``*_ca`` figures are the ones to read there).
 """
 
 from __future__ import annotations
@@ -56,7 +67,7 @@ from simul.metrics.latency import source_positions
 from simul.metrics.units import target_unit, units
 from simul.streams.format import Stream
 
-EXPORT_FORMATS = ("simuleval", "simulstream")
+EXPORT_FORMATS = ("simuleval", "simulstream", "omnisteval")
 
 
 def instance(result: StreamResult, stream: Stream, index: int) -> dict[str, Any]:
@@ -148,6 +159,39 @@ def simulstream_export(
         references="".join(r + "\n" for r in refs),
         sources="".join(s + "\n" for s in sources),
         unit=chosen,
+    )
+
+
+@dataclass(frozen=True)
+class OmnistevalShortformExport:
+    instances: str
+    references: str
+    sources: str
+    unit: str
+
+
+def omnisteval_shortform_export(
+    results: Sequence[StreamResult], streams: dict[str, Stream]
+) -> OmnistevalShortformExport:
+    """What ``omnisteval shortform`` reads, for a short-form run (see the module docstring)."""
+    lines: list[str] = []
+    refs: list[str] = []
+    sources: list[str] = []
+    unit = "word"
+    for index, result in enumerate(results):
+        stream = streams[result.stream_id]
+        row = instance(result, stream, index)
+        unit = row["latency_unit"]
+        if not stream.timed:
+            del row["elapsed"]
+        lines.append(json.dumps(row, ensure_ascii=False))
+        refs.append(_one_line(stream.reference or ""))
+        sources.append(_one_line(stream.final_source))
+    return OmnistevalShortformExport(
+        instances="".join(line + "\n" for line in lines),
+        references="".join(r + "\n" for r in refs),
+        sources="".join(s + "\n" for s in sources),
+        unit=unit,
     )
 
 

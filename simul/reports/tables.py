@@ -46,6 +46,9 @@ def methods_table(
     note = timing.note() if timing is not None else None
     if note:
         caption = f"{caption}\n{note}" if caption else note
+    degenerate = degeneracy_note(methods)
+    if degenerate:
+        caption = f"{caption}\n{degenerate}" if caption else degenerate
     table = Table(title=title, caption=caption, caption_justify="left", header_style="bold")
     table.add_column("Method", no_wrap=True)
     for _, header, _ in columns:
@@ -119,3 +122,23 @@ def talk_cost_caption(methods: Sequence[dict[str, Any]]) -> str:
         + "; ".join(parts)
         + f"; largest prompt {largest} tokens"
     )
+
+
+def degeneracy_note(methods: Sequence[dict[str, Any]]) -> str | None:
+    """The footer line with OmniSTEval's short-form degeneracy diagnostics of every method
+    (``metrics/degeneracy.py``), flagging a likely degenerate policy; None when no method has them."""
+    parts = []
+    for method in methods:
+        metrics = method.get("metrics", {})
+        swf, efsw, dsptv = (metrics.get(name) for name in ("swf", "efsw", "dsptv"))
+        if swf is None:
+            continue
+        label = markup(method.get("label", method.get("name", "?")), newlines=False)
+        efsw_text = "-" if efsw is None else f"{fmt(efsw, '.1f')}%"
+        part = f"{label} SWF {fmt(swf, '.1f')}% EFSW {efsw_text} DSPTV {fmt(dsptv, '+.1f')}"
+        if metrics.get("degenerate_policy") == 1:
+            part += " [bold red]LIKELY DEGENERATE POLICY[/]"
+        parts.append(part)
+    if not parts:
+        return None
+    return "degeneracy (OmniSTEval short-form; |DSPTV| > 20 flags a degenerate policy): " + "; ".join(parts)
