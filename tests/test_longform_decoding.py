@@ -186,6 +186,23 @@ def test_eval_shards_merge_and_resume_talk_by_talk(tiny_model: Path, talk_file: 
     assert len(cost["cost_quarters_ms"]) == 4 and cost["prompt_tokens_max"] > 0
     expected = read_steps(whole)
     assert len(expected) == 6
+    # scored as IWSLT 2026 does: re-segmented quality, long-form latencies, the regime, per-segment chrF
+    ssbd = methods["ssbd-b0.2-display3"]
+    assert ssbd["metrics"]["long_yaal"] is not None and ssbd["metrics"]["ca_long_yaal"] is not None
+    assert ssbd["metrics"]["ca_long_yaal"] >= ssbd["metrics"]["long_yaal"]
+    assert ssbd["metrics"]["latency"] is None  # the sentence-level LAAL does not apply to talks
+    assert ssbd["counts"]["longform"]["regime"] in ("low", "high", "over")
+    assert "softsegmenter" in ssbd["counts"]["longform"]["signatures"]["resegmentation"].lower()
+    assert run["config"]["resegment"] == "softsegmenter"
+    rows = [json.loads(line) for line in (whole / "per_stream.jsonl").read_text().splitlines()]
+    talk_a = next(r for r in rows if r["stream"] == "talk-a" and r["method"] == "ssbd-b0.2-display3")
+    assert len(talk_a["segments"]) == len(SENTENCES)
+    assert all(0 <= seg["chrf"] <= 100 for seg in talk_a["segments"])
+    table = runner.invoke(app, ["score", str(whole)])
+    assert table.exit_code == 0, table.output
+    assert "LongYAAL" in table.output and "Regime" in table.output and "LAAL " not in table.output
+    bad = runner.invoke(app, ["score", str(whole), "--resegment", "nope"])
+    assert bad.exit_code == 2 and "--resegment" in bad.output
 
     for k in (1, 2):
         shard = tmp_path / f"shard{k}"

@@ -195,6 +195,25 @@ OverwriteOpt = Annotated[
 CometModelOpt = Annotated[
     str, typer.Option("--comet-model", help="COMET model name or checkpoint path; 'none' to skip.")
 ]
+
+
+def check_resegment(name: str) -> str:
+    """A --resegment choice, checked before any work (a usage error otherwise)."""
+    from simul.metrics.scoring import RESEGMENTERS
+
+    if name not in RESEGMENTERS:
+        raise UsageError(f"unknown --resegment {name!r}; choose one of: {', '.join(RESEGMENTERS)}")
+    return name
+
+
+ResegmentOpt = Annotated[
+    str,
+    typer.Option(
+        "--resegment",
+        help="Long-form runs: re-segment each talk's output onto its reference segments with OmniSTEval's "
+        "softsegmenter or with mwer (mweralign, simulstream's choice) before scoring.",
+    ),
+]
 NeTokenizerOpt = Annotated[
     str,
     typer.Option(

@@ -19,10 +19,12 @@ from simul.cli.common import (
     NGpuLayersOpt,
     OverwriteOpt,
     ParallelOpt,
+    ResegmentOpt,
     ResumeOpt,
     TemplateOpt,
     ThreadsOpt,
     VerifyChunkOpt,
+    check_resegment,
     err_console,
     handle_errors,
     print_json,
@@ -34,6 +36,7 @@ from simul.common.safe_text import markup
 from simul.decoding.longform import WindowPolicy
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
+from simul.metrics.scoring import DEFAULT_RESEGMENT
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.request.methods import methods_for
 from simul.runs.evaluation import EvalOutcome, EvalRequest, summary_json
@@ -171,6 +174,7 @@ def register(app: typer.Typer) -> None:
         resume: ResumeOpt = False,
         overwrite: OverwriteOpt = False,
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
+        resegment: ResegmentOpt = DEFAULT_RESEGMENT,
         comet_batch_size: Annotated[int, typer.Option(help="COMET batch size.")] = 16,
         require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
         ne_tokenizer: NeTokenizerOpt = "auto",
@@ -203,6 +207,7 @@ def register(app: typer.Typer) -> None:
             comet_model=comet_model,
             comet_batch_size=comet_batch_size,
             require_comet=require_comet,
+            resegment=check_resegment(resegment),
         )
         outcome = run_scaled(
             request,

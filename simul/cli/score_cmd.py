@@ -8,13 +8,19 @@ from typing import Annotated
 
 import typer
 
-from simul.cli.common import err_console, handle_errors, print_json, warn_being_written
+from simul.cli.common import (
+    check_resegment,
+    err_console,
+    handle_errors,
+    print_json,
+    warn_being_written,
+)
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import markup
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
-from simul.metrics.scoring import not_available, score
+from simul.metrics.scoring import DEFAULT_RESEGMENT, not_available, score
 from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
 from simul.runs.directory import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
 from simul.runs.lock import RunLock
@@ -45,6 +51,13 @@ def register(app: typer.Typer) -> None:
         ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+        resegment: Annotated[
+            str | None,
+            typer.Option(
+                "--resegment",
+                help="Long-form runs: softsegmenter (OmniSTEval) or mwer (mweralign). Default: the run's.",
+            ),
+        ] = None,
     ) -> None:
         """Recompute every metric from a run directory (to add COMET, or to check a run)."""
         if update and allow_incomplete:
@@ -73,6 +86,7 @@ def register(app: typer.Typer) -> None:
                 comet,
                 reason,
                 not_available(loaded.run),
+                resegment=check_resegment(resegment or config.get("resegment", DEFAULT_RESEGMENT)),
             )
             rows = scored.methods_json()
             if update:

@@ -77,6 +77,15 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("p50_update_ms", False, "p50 ms", "median time per update, prompt included", timing=True),
         MetricInfo("p95_update_ms", False, "p95 ms", "95th percentile time per update", timing=True),
         MetricInfo("agreement_rt", True, "=RT", "share of steps whose output equals RT's, percent"),
+        # long-form runs (whole talks), OmniSTEval's definitions (simul.metrics.longform.latency)
+        MetricInfo("long_yaal", False, "LongYAAL", "long-form YAAL over re-segmented talks (IWSLT 2026)"),
+        MetricInfo("long_laal", False, "LongLAAL", "long-form LAAL (= StreamLAAL) over re-segmented talks"),
+        MetricInfo("long_al", False, "LongAL", "long-form AL over re-segmented talks"),
+        MetricInfo("long_dal", False, "LongDAL", "long-form DAL over re-segmented talks"),
+        MetricInfo("ca_long_yaal", False, "LongYAAL CA", "computation-aware LongYAAL", timing=True),
+        MetricInfo("ca_long_laal", False, "LongLAAL CA", "computation-aware LongLAAL", timing=True),
+        MetricInfo("ca_long_al", False, "LongAL CA", "computation-aware LongAL", timing=True),
+        MetricInfo("ca_long_dal", False, "LongDAL CA", "computation-aware LongDAL", timing=True),
         MetricInfo(
             "cost_growth",
             False,

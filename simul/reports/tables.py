@@ -24,6 +24,15 @@ TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("latency", "LAAL", ".2f"),
 )
 
+# Long-form runs (whole talks): resegmented quality and IWSLT 2026's latency (LongYAAL, its regime) instead
+# of the sentence-level LAAL.
+LONGFORM_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    *(c for c in TABLE2_COLUMNS if c[0] != "latency"),
+    ("long_yaal", "LongYAAL", ".0f"),
+    ("ca_long_yaal", "CA", ".0f"),
+    ("regime", "Regime", ""),
+)
+
 
 def fmt(value: Any, spec: str) -> str:
     if value is None:
@@ -43,6 +52,8 @@ def methods_table(
 ) -> Table:
     """A row per method with the given metric columns; speed figures measured while the process got
     clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
+    if columns == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
+        columns = LONGFORM_COLUMNS
     note = timing.note() if timing is not None else None
     if note:
         caption = f"{caption}\n{note}" if caption else note
@@ -58,7 +69,9 @@ def methods_table(
         marked = timing.marks(method["key"]) if timing is not None and "key" in method else set()
         cells = []
         for name, _, spec in columns:
-            if name == "comet" and not comet_available and metrics.get(name) is None:
+            if name == "regime":
+                cells.append(markup(str((method.get("counts", {}).get("longform") or {}).get("regime", "-"))))
+            elif name == "comet" and not comet_available and metrics.get(name) is None:
                 cells.append("n/a")
             else:
                 cell = fmt(metrics.get(name), spec)
@@ -92,11 +105,17 @@ def units_caption(methods: Sequence[dict[str, Any]]) -> str:
         f"units: LAAL/AL/DAL/YAAL in source {source}, target counted in {target}s (metrics/units.py); "
         f"CA latencies in ms; NE in {ne} tokens, pooled over streams (ne_mean: mean of per-stream NE)"
     )
-    if counts.get("talk_cost"):
+    if counts.get("talk_cost") or counts.get("longform"):
+        info = counts.get("longform") or {}
+        tool = (info.get("signatures") or {}).get("resegmentation", "?")
         line = (
-            f"long-form (whole talks): NE in {ne} tokens over each talk's updates; BLEU/chrF of the whole "
-            "talk against its joined references\n" + talk_cost_caption(methods)
+            f"long-form (whole talks): NE in {ne} tokens over each talk's updates; COMET, chrF and BLEU on "
+            f"the output re-segmented onto the reference segments ({tool}); "
+            f"LongYAAL in {info.get('latency_unit', '?')} (CA: computation-aware), regime of IWSLT 2026 "
+            "(low < 2 s, high 2-4 s)"
         )
+        if counts.get("talk_cost"):
+            line += "\n" + talk_cost_caption(methods)
     missing = counts.get("not_available")
     if isinstance(missing, list) and missing:
         line += f"; not available in these outputs: {', '.join(str(m) for m in missing)}"

@@ -20,7 +20,7 @@ from simul.machine import clock, openmp
 from simul.machine.cpu_usage import CpuMeter, TimingNotes
 from simul.machine.environment import environment, now
 from simul.metrics.comet import CometScorer, load_comet
-from simul.metrics.scoring import Scored, higher_is_better, score
+from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, resolve_ne_tokenizer
 from simul.request.methods import Method
 from simul.runs.directory import (
@@ -52,6 +52,7 @@ class EvalRequest:
     comet_model: str = "Unbabel/wmt22-comet-da"
     comet_batch_size: int = 16
     require_comet: bool = False
+    resegment: str = DEFAULT_RESEGMENT  # long-form scoring (simul.metrics.scoring)
     shard: Shard | None = None  # decode only this share of the streams (simul/runs/shard.py)
     extra_config: dict[str, Any] = field(default_factory=dict)  # recorded in config (e.g. the sweep's)
     out_option: str = "--out"  # the command's option that named ``out``, for messages about it
@@ -264,6 +265,7 @@ def _run_config(
     }
     if any(stream.longform for stream in every_stream):
         config["longform"] = engine.settings.window.to_json()
+        config["resegment"] = request.resegment
     if selection is not None and request.shard is not None:
         config["streams"]["total"] = selection.total
         config["shard"] = shard_config(request.shard, selection)
@@ -404,7 +406,15 @@ def _score_run(
             if on_comet_loading:
                 on_comet_loading()
             comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
-        scored = score(request.methods, decoding.results, decoding.stream_map, ne_tok, comet, comet_reason)
+        scored = score(
+            request.methods,
+            decoding.results,
+            decoding.stream_map,
+            ne_tok,
+            comet,
+            comet_reason,
+            resegment=request.resegment,
+        )
     except KeyboardInterrupt as stop:
         decoding.mark_stopped()
         decoding.save()
@@ -445,7 +455,15 @@ def _partial_outcome(
     if not complete_ids:
         scored = Scored(reports=[], signatures={"ne_tokenizer": ne_tok})
     else:
-        scored = score(request.methods, trimmed, streams, ne_tok, None, "skipped: run interrupted")
+        scored = score(
+            request.methods,
+            trimmed,
+            streams,
+            ne_tok,
+            None,
+            "skipped: run interrupted",
+            resegment=request.resegment,
+        )
     return EvalOutcome(run, scored, False, done, total, request.out)
 
 

@@ -27,7 +27,7 @@ from simul.decoding import StreamResult
 from simul.machine.environment import now
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import METRICS
-from simul.metrics.scoring import Scored, higher_is_better, score
+from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
 from simul.runs.directory import (
     RUN_FILE,
     SCHEMA_VERSION,
@@ -268,7 +268,15 @@ def merge_shards(
         if on_comet_loading:
             on_comet_loading()
         comet, reason = load_comet(comet_name, batch)
-    scored: Scored = score(methods, results, stream_map, config["ne_tokenizer"], comet, reason)
+    scored: Scored = score(
+        methods,
+        results,
+        stream_map,
+        config["ne_tokenizer"],
+        comet,
+        reason,
+        resegment=config.get("resegment", DEFAULT_RESEGMENT),
+    )
     run["status"] = STATUS_COMPLETE
     run["streams_done"] = len(streams)
     run["environment"]["finished"] = now()
