@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml Makefile tools/llama_wheel.py $(LLAMA_ARGS_STAMP)
 	$(PIP) install --quiet "$(TORCH_SPEC)"
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_ALL_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
-	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr,ray]"
+	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr,ray,longform]"
 	# SimulEval for the golden tests, without its pytest-flake8 (breaks pytest >= 8) and tqdm pin
 	$(PIP) install --quiet --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
 	@touch $@

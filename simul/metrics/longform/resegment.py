@@ -107,8 +107,8 @@ def _softsegmenter(talks: Sequence[LongformTalk], lang: str | None) -> tuple[tup
         from omnisteval.resegment import resegment
     except ImportError:
         raise SimulError(
-            "the softsegmenter re-segmentation needs OmniSTEval: pip install 'simul[longform]' "
-            "(or pip install omnisteval==0.1.10)"
+            "the softsegmenter re-segmentation needs OmniSTEval, a dependency of simul: "
+            "pip install omnisteval==0.1.10"
         ) from None
     unit = talks[0].unit
     char = unit == "char"
