@@ -52,7 +52,7 @@ def methods_table(
 ) -> Table:
     """A row per method with the given metric columns; speed figures measured while the process got
     clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
-    if columns == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
+    if tuple(columns) == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
         columns = LONGFORM_COLUMNS
     note = timing.note() if timing is not None else None
     if note:
