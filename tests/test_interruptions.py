@@ -106,3 +106,26 @@ def test_allow_incomplete_reports_the_streams_scored(
     assert f"1 of 4 streams from {out}" in " ".join(result.output.split())
     doc = runner.invoke(app, ["score", str(out), "--allow-incomplete", "--json", "--quiet"])
     assert (json.loads(doc.stdout)["streams"], json.loads(doc.stdout)["streams_total"]) == (1, 4)
+
+
+def test_sigterm_in_a_forked_worker_ends_it_quietly() -> None:
+    """OmniSTEval's SoftSegmenter (long-form scoring) forks a multiprocessing Pool and stops its workers with
+    SIGTERM; a worker that inherited simul's handler must end as with the default handler (exit 143), not
+    raise Terminated and print a traceback."""
+    import os
+    import signal
+    import time
+
+    from simul.cli.common import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        pid = os.fork()
+        if pid == 0:  # the child never returns into pytest
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            except BaseException:
+                os._exit(7)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGTERM

@@ -54,7 +54,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
+    owner = os.getpid()
+
     def on_term(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != owner:
+            # a forked worker (OmniSTEval's SoftSegmenter runs a multiprocessing Pool, which stops its
+            # workers with SIGTERM): end quietly, as the default handler would
+            os._exit(128 + signal.SIGTERM)
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, on_term)
