@@ -26,7 +26,7 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -101,6 +101,44 @@ def _units(text: str, unit: str) -> tuple[str, ...]:
     return tuple(text) if unit == "char" else tuple(text.split())
 
 
+class _SerialPool:
+    """Stands in for ``multiprocessing.Pool`` in OmniSTEval's ``align_words`` (0.1.10): the same ``map``,
+    in this process.
+
+    OmniSTEval aligns each recording in a forked worker pool. simul scores in the process that holds
+    llama.cpp (with its OpenMP threads) and its signal handlers: forking there can leave a worker waiting
+    forever on a lock another thread held at the fork (seen once in the test suite: the pool's parent
+    waiting on a child asleep on a futex), and the pool stops its workers with SIGTERM, which simul's handler
+    turned into tracebacks. Ray's workers, daemonic processes, cannot fork a pool at all. Aligning the talks
+    one after the other gives the same result (``map`` keeps the order) and costs seconds for a few talks.
+    """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __enter__(self) -> _SerialPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, function: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        return [function(item) for item in items]
+
+
+@contextlib.contextmanager
+def _serial_alignment() -> Iterator[None]:
+    """OmniSTEval's recording alignment without its process pool (see :class:`_SerialPool`)."""
+    import omnisteval.alignment as alignment
+
+    previous = alignment.Pool
+    alignment.Pool = _SerialPool
+    try:
+        yield
+    finally:
+        alignment.Pool = previous
+
+
 def _softsegmenter(talks: Sequence[LongformTalk], lang: str | None) -> tuple[tuple[SegmentOutput, ...], ...]:
     try:
         from omnisteval.io import load_resegmentation_inputs
@@ -128,7 +166,8 @@ def _softsegmenter(talks: Sequence[LongformTalk], lang: str | None) -> tuple[tup
                 hypothesis_format="jsonl",
                 char_level=char,
             )
-            _, dicts = resegment(ref_words, hyp_words, segmentation, refs, char_level=char, lang=lang)
+            with _serial_alignment():
+                _, dicts = resegment(ref_words, hyp_words, segmentation, refs, char_level=char, lang=lang)
     except (AssertionError, ValueError, KeyError) as exc:
         raise SimulError(f"OmniSTEval's SoftSegmenter refused the talks: {exc}") from None
     finally:
