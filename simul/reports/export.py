@@ -94,24 +94,35 @@ def simuleval_lines(results: list[StreamResult], streams: dict[str, Stream]) -> 
 
 
 def simulstream_records(
-    result: StreamResult, stream: Stream, client: int, unit: str | None = None
+    result: StreamResult,
+    stream: Stream,
+    client: int,
+    unit: str | None = None,
+    positions: Sequence[float] | None = None,
+    compute: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
     """The metrics-log lines of one stream (see the module docstring); tokens in ``unit`` (default: the
-    target's latency unit)."""
+    target's latency unit). ``positions`` (ms) and ``compute`` (s) per step replace the source positions
+    and the updates' own times (long-form runs give each update's own time and its computation-aware lag)."""
     unit = unit or target_unit(stream.tgt)
-    positions = source_positions(
-        [s.source for s in result.steps], [s.time_ms for s in result.steps], get_language(stream.src).unspaced
-    )
+    if positions is None:
+        positions = source_positions(
+            [s.source for s in result.steps],
+            [s.time_ms for s in result.steps],
+            get_language(stream.src).unspaced,
+        )
+    if compute is None:
+        compute = [s.t_prompt + s.t_gen for s in result.steps]
     lines: list[dict[str, Any]] = [{"id": client, "metadata": {"wav_name": f"{stream.id}.wav"}}]
     previous: list[str] = []
-    for step, position in zip(result.steps, positions, strict=True):
+    for step, position, seconds in zip(result.steps, positions, compute, strict=True):
         current = units(step.display, unit)
         keep = common_prefix_length(previous, current)
         lines.append(
             {
                 "id": client,
                 "total_audio_processed": round(position / 1000.0, 6),
-                "computation_time": round(step.t_prompt + step.t_gen, 6),
+                "computation_time": round(seconds, 6),
                 "generated_tokens": current[keep:],
                 "deleted_tokens": previous[keep:],
             }

@@ -20,9 +20,10 @@ milliseconds for text documents, as the OmniSTEval files count them) and ``compu
 own wall-clock). ``eval.yaml`` is the configuration simulstream's ``LogReader`` (and OmniSTEval's
 ``--hypothesis_format simulstream``) needs: its ``simuleval`` detokenizer with the unit. Next to them the
 same folder holds the OmniSTEval files above, whose segmentation and references both hypothesis formats are
-scored against. simulstream's computation-aware delay is total_audio_processed + computation_time of the
-update alone (not queued behind earlier updates), so CA figures from the log differ from the JSONL's
-``elapsed`` by design.
+scored against. simulstream's computation-aware delay is total_audio_processed + computation_time; the log's
+computation_time is therefore elapsed_ms - emitted_ms (the update's own time plus any wait behind a slow
+earlier update), so the log's computation-aware figures are the run's own; for untimed documents it is the
+update's own time.
 """
 
 from __future__ import annotations
@@ -111,6 +112,28 @@ def simulstream_command(folder: Path, tgt: str, unit: str) -> tuple[str, ...]:
     )
 
 
+def _update_times(result: StreamResult) -> tuple[list[float], list[float]]:
+    """Per update of a talk: its time (``emitted_ms``; source words as ms for text documents) and the
+    computation time to write, so that simulstream's computation-aware time, total_audio_processed +
+    computation_time, is the run's own ``elapsed_ms`` (which counts an update queued behind a slow earlier
+    one); for text documents, whose elapsed is not on the source axis, the update's own time."""
+    positions: list[float] = []
+    compute: list[float] = []
+    for step in result.steps:
+        talk = step.talk or {}
+        emitted, elapsed = talk.get("emitted_ms"), talk.get("elapsed_ms")
+        own = step.t_prompt + step.t_gen
+        if emitted is None:
+            positions.append(float(talk.get("source_words") or 0))
+            compute.append(own)
+        else:
+            positions.append(float(emitted))
+            compute.append(
+                max(0.0, (float(elapsed) - float(emitted)) / 1000.0) if elapsed is not None else own
+            )
+    return positions, compute
+
+
 def simulstream_longform_export(
     results: Sequence[StreamResult], streams: Mapping[str, Stream], folder: Path, unit: str | None = None
 ) -> SimulstreamLongform:
@@ -122,7 +145,10 @@ def simulstream_longform_export(
     chosen = unit or target_unit(tgt)
     log: list[str] = []
     for client, result in enumerate(results):
-        records = simulstream_records(result, streams[result.stream_id], client, chosen)
+        positions, compute = _update_times(result)
+        records = simulstream_records(
+            result, streams[result.stream_id], client, chosen, positions=positions, compute=compute
+        )
         log.extend(json.dumps(r, ensure_ascii=False) for r in records)
     files = write_omnisteval_inputs(talks, folder)
     write_atomic(folder / LOG, "".join(line + "\n" for line in log))

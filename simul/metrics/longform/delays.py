@@ -51,6 +51,10 @@ def final_units(updates: Sequence[TalkUpdate], tgt: str) -> FinalUnits:
     """Apply the rule of the module docstring to a talk's updates (in emission order)."""
     unit = target_unit(tgt)
     displays = [units(u.text, unit) for u in updates]
+    if unit == "char" and len(updates) > 1:
+        # a space shown at the end of an update (zh/ja output with a Latin word) counts from that update,
+        # as in OmniSTEval and simulstream; only the final output is stripped
+        displays[:-1] = [list(u.text.lstrip()) for u in updates[:-1]]
     steps = finalisation_steps(displays)
     words = tuple(displays[-1]) if displays else ()
     has_elapsed = bool(updates) and all(u.elapsed is not None for u in updates)

@@ -35,7 +35,7 @@ from simul.runs.ingest import (
 )
 from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
 from simul.runs.ingest.talks import talk_facts
-from simul.streams.format import Step, Stream
+from simul.streams.format import Step, Stream, dumps_stream
 
 INGEST_FORMATS = ("ssbd-ref", "simulstream", "simuleval", "simul", "omnisteval", "simulstreaming")
 
@@ -248,12 +248,19 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     # every record is built (and every problem found) before anything is written
     revisions = "revisions" not in outputs.not_available
     results: dict[str, list[StreamResult]] = {method.key: []}
+    # The streams the system was given, as an evaluation would write them: their hash is what `simul diff`
+    # compares, also when the run's copy gets a step per system update below.
+    given = "".join(dumps_stream(s) + "\n" for s in streams).encode("utf-8")
+    rewritten = False
     for index, stream in enumerate(streams):
         records = step_records(systems[stream.id], stream, revisions)
         if stream.longform or len(records) != len(stream.steps):
             streams[index] = as_updated(stream, records, systems[stream.id].where)
+            rewritten = True
         results[method.key].append(StreamResult(stream.id, method, records))
     writer = RunWriter.create(request.out, run, streams, overwrite=request.overwrite)
+    if rewritten:
+        run["config"]["streams"]["evaluated_sha256"] = hashlib.sha256(given).hexdigest()
     for result in results[method.key]:
         writer.append(result.stream_id, [result])
     scored = score(

@@ -88,7 +88,12 @@ def read(path: Path, streams: Mapping[str, Stream], unit: str) -> SystemOutputs:
         tokens[key] = current
         source, time_ms = source_at(stream, seconds * 1000.0)
         text = detok(current)
-        updates[key].append(Update(source=source, output=text, time_ms=time_ms, seconds=compute))
+        # simulstream's LogReader: a timed update is emitted, computation-aware, at the audio processed plus
+        # its computation time (no backlog carried over); long-form runs keep that rule
+        elapsed = (seconds + compute) * 1000.0 if stream.longform and stream.timed else None
+        updates[key].append(
+            Update(source=source, output=text, time_ms=time_ms, seconds=compute, elapsed_ms=elapsed)
+        )
     result = []
     for key in order:
         stream_id, where = names[key]
