@@ -91,6 +91,19 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return round(sum(present) / len(present), 4) if present else None
 
 
+# run.json names of the long-form latencies (simul.metrics.longform.latency's keys)
+LONGFORM_LATENCIES = (
+    "long_yaal",
+    "long_laal",
+    "long_al",
+    "long_dal",
+    "ca_long_yaal",
+    "ca_long_laal",
+    "ca_long_al",
+    "ca_long_dal",
+)
+
+
 def method_report(
     method: Method,
     results: Sequence[StreamResult],
@@ -212,6 +225,9 @@ def method_report(
         "p95_update_ms": round(spd.p95_update_ms, 2),
         "agreement_rt": _round(agreement, 2),
         **_degeneracy(results, streams, all_delays).metrics(),
+        # long-form runs only (simul.metrics.scoring fills them in); None elsewhere, so every run has the keys
+        **dict.fromkeys(LONGFORM_LATENCIES),
+        "cost_growth": None,
     }
     extra = {
         "streams": len(results),

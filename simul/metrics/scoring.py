@@ -12,24 +12,13 @@ from typing import Any
 
 from simul.decoding import StreamResult
 from simul.metrics.comet import CometScorer
-from simul.metrics.compute import MethodReport, reports_for
+from simul.metrics.compute import LONGFORM_LATENCIES, MethodReport, reports_for
 from simul.metrics.registry import METRICS
 from simul.request.methods import Method
 from simul.streams.format import Stream
 
 DEFAULT_RESEGMENT = "softsegmenter"
 RESEGMENTERS = ("softsegmenter", "mwer")
-# run.json metric names of the long-form latencies (simul.metrics.longform.latency's keys)
-LONGFORM_LATENCIES = (
-    "long_yaal",
-    "long_laal",
-    "long_al",
-    "long_dal",
-    "ca_long_yaal",
-    "ca_long_laal",
-    "ca_long_al",
-    "ca_long_dal",
-)
 
 
 @dataclass
