@@ -73,6 +73,28 @@ def test_ray_run_equals_single_process_run(
     assert again.exit_code == 1 and "--overwrite" in again.output
 
 
+def test_ray_runs_whole_talks_like_one_process(tiny_model: Path, tmp_path: Path) -> None:
+    """Long-form streams (whole talks) are shards' streams like any other: the same steps as one process."""
+    from tests.test_longform_decoding import SENTENCES as TALK
+    from tests.test_longform_decoding import make_talk, read_steps
+
+    talks = tmp_path / "talks.jsonl"
+    write_streams(talks, [make_talk(f"talk-{i}", TALK[i:] + TALK[:i]) for i in range(3)])
+    args = (*EXTRA, "--max-window", "8")
+    alone = tmp_path / "alone"
+    result = runner.invoke(app, eval_args(tiny_model, talks, *args, "--out", str(alone)))
+    assert result.exit_code == 0, result.output
+    spread = tmp_path / "ray"
+    result = runner.invoke(
+        app, eval_args(tiny_model, talks, *args, "--out", str(spread), "--ray", "local", "--ray-workers", "2")
+    )
+    assert result.exit_code == 0, result.output
+    assert read_steps(spread) == read_steps(alone)
+    assert quality(spread) == quality(alone)
+    run = json.loads((spread / "run.json").read_text())
+    assert run["config"]["longform"]["max_window"] == 8 and len(run["shards"]) >= 2
+
+
 # Enough streams that a shard outlasts the driver's 0.25 s polls: with 3 streams a shard, a fast CPU finished
 # the shard before the driver saw its first progress, and the kill came too late to test anything.
 N_KILL_STREAMS = 60
