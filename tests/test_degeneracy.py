@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -229,7 +230,9 @@ def test_long_form_runs_get_none() -> None:
 
     from simul.metrics.compute import _degeneracy
 
-    results: list = [SimpleNamespace(stream_id="talk")]
+    results: Any = [SimpleNamespace(stream_id="talk")]
     delays = [_delays([1, 2, 5, 5], 5, 4)]
-    assert _degeneracy(results, {"talk": SimpleNamespace(longform=True)}, delays).swf is None  # type: ignore[arg-type]
-    assert _degeneracy(results, {"talk": SimpleNamespace(longform=False)}, delays).swf == 50.0  # type: ignore[arg-type]
+    talk: Any = {"talk": SimpleNamespace(longform=True)}
+    sentence: Any = {"talk": SimpleNamespace(longform=False)}
+    assert _degeneracy(results, talk, delays).swf is None
+    assert _degeneracy(results, sentence, delays).swf == 50.0
