@@ -271,3 +271,23 @@ def test_show_scrolls_a_talk_and_plots_its_cost(tiny_model: Path, talk_file: Pat
     bad = runner.invoke(app, ["show", str(run), "--stream", "talk-a", "--steps", "x:y"])
     assert bad.exit_code == 2 and "--steps" in bad.output
     assert runner.invoke(app, ["show", str(run)]).exit_code == 2
+
+
+def test_talks_get_comet_per_reference_segment(
+    tiny_model: Path, talk_file: Path, tiny_comet: Path, tmp_path: Path
+) -> None:
+    """COMET on a talk is computed on its re-segmented output, segment by segment, with each segment's source
+    (through the real comet.load_from_checkpoint, on a tiny random checkpoint)."""
+    run = tmp_path / "run"
+    args = ["eval", "--model", str(tiny_model), "--streams", str(talk_file), "--limit", "1"]
+    args += ["--max-window", "8", "--comet-model", str(tiny_comet), "--require-comet", "--quiet"]
+    result = runner.invoke(app, [*args, "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    methods = json.loads((run / "run.json").read_text())["methods"]
+    assert all(isinstance(m["metrics"]["comet"], float) for m in methods)
+    rows = [json.loads(line) for line in (run / "per_stream.jsonl").read_text().splitlines()]
+    scores = [seg["comet"] for row in rows for seg in row["segments"]]
+    assert len(scores) == 2 * len(SENTENCES) and all(isinstance(s, float) for s in scores)
+    first = methods[0]["metrics"]["comet"]
+    mine = [seg["comet"] for seg in rows[0]["segments"]]
+    assert first == pytest.approx(sum(mine) / len(mine), abs=1e-3)  # the system score: the segments' mean
