@@ -41,6 +41,7 @@ from simul.common.errors import SimulError
 from simul.common.files import atomic_file, check_writable_file, os_error_message
 from simul.common.languages import get_language
 from simul.common.limits import LINE_BYTES, as_float, check_source, check_steps, loads, nonblank_lines
+from simul.metrics.erasure import common_prefix_length
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1
@@ -182,7 +183,7 @@ class Stream:
         steps: list[dict[str, Any]] = []
         previous = ""
         for step in self.steps:
-            keep = _common_prefix_length(previous, step.source)
+            keep = common_prefix_length(previous, step.source)
             entry: dict[str, Any] = {"keep": keep, "add": step.source[keep:], "final": step.final}
             if step.time_ms is not None:
                 entry["time_ms"] = round(step.time_ms, 1)
@@ -307,14 +308,6 @@ def _step_from_json(obj: Any, where: str) -> Step:
     if not isinstance(extra, dict):
         raise SimulError(f"{where}: step 'extra' must be an object")
     return Step(source=source, final=final, time_ms=None if time_ms is None else float(time_ms), extra=extra)
-
-
-def _common_prefix_length(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _joined_references(segments: Sequence[Segment], tgt: str) -> tuple[str | None, tuple[str, ...]]:

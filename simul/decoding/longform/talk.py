@@ -33,6 +33,7 @@ from simul.decoding.display.mask import hide_last
 from simul.decoding.longform.policy import WindowPolicy, closed_windows, join_units, source_units
 from simul.decoding.passes import Passes
 from simul.decoding.records import StepRecord, StreamResult
+from simul.metrics.erasure import common_prefix_length
 from simul.streams.format import Step, Stream, join_texts
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def talk_steps(
             elapsed_ms = max(step.time_ms, elapsed_ms) + work
         else:
             elapsed_ms += work
-        keep = _common_prefix(previous_output, output)
+        keep = common_prefix_length(previous_output, output)
         talk: dict[str, Any] = {
             "source_words": len(units),
             "emitted_ms": step.time_ms,
@@ -160,14 +161,6 @@ def _update_record(
         talk=talk,
         **sums,
     )
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def talk_windows(stream: Stream, policy: WindowPolicy) -> list[tuple[str, bool]]:

@@ -26,16 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from simul.decoding.records import TALK_KEYS
+from simul.metrics.erasure import common_prefix_length
 from simul.runs.ingest.system import Update
 from simul.streams.format import Stream
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def talk_facts(updates: Sequence[Update], stream: Stream, revisions: bool) -> list[dict[str, Any]]:
@@ -56,7 +49,9 @@ def talk_facts(updates: Sequence[Update], stream: Stream, revisions: bool) -> li
         else:
             derivable = False
             elapsed = None
-        deleted = previous_output[_common_prefix(previous_output, update.output) :] if revisions else None
+        deleted = (
+            previous_output[common_prefix_length(previous_output, update.output) :] if revisions else None
+        )
         fact: dict[str, Any] = dict.fromkeys(TALK_KEYS)
         fact.update(
             source_words=len(update.source.split()),
