@@ -105,15 +105,21 @@ def dal(delays: Sequence[float], source_length: float) -> float | None:
     return total / len(delays)
 
 
-def yaal(delays: Sequence[float], source_length: float, reference_length: int) -> float | None:
-    """Yet another average lagging (short-form): LAAL over the units emitted before the source ended."""
-    if not delays or source_length <= 0 or delays[0] >= source_length:
+def yaal(
+    delays: Sequence[float], source_length: float, reference_length: int, until: float | None = None
+) -> float | None:
+    """Yet another average lagging (short-form): LAAL over the units emitted before the source ended.
+
+    ``until`` moves that end (long-form LongYAAL counts units until the recording's end,
+    simul.metrics.longform.latency); the rate stays |X| / max(|Y|, |Y*|)."""
+    end = source_length if until is None else until
+    if not delays or source_length <= 0 or delays[0] >= end:
         return None
     step = source_length / max(len(delays), reference_length, 1)
     total = 0.0
     tau = 0
     for i, d in enumerate(delays):
-        if d >= source_length:
+        if d >= end:
             break
         total += d - i * step
         tau = i + 1

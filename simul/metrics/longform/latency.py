@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from simul.metrics.latency import al, dal, laal, yaal
 from simul.metrics.longform.resegment import Resegmentation
 from simul.metrics.longform.talk import LongformTalk
 
@@ -51,58 +52,25 @@ def reference_length(reference: str, unit: str) -> int:
 def long_yaal(
     delays: Sequence[float], source_length: float, reference_length: int, to_end: float
 ) -> float | None:
-    """LongYAAL of one segment (delays relative to its offset; ``to_end`` = R_s)."""
-    if not delays or source_length <= 0 or delays[0] >= to_end:
-        return None
-    step = source_length / max(len(delays), reference_length)  # 1 / gamma
-    total = 0.0
-    tau = 0
-    for i, d in enumerate(delays):
-        if d >= to_end:
-            break
-        total += d - i * step
-        tau = i + 1
-    return total / tau if tau else None
-
-
-def _lagging(delays: Sequence[float], source_length: float, target_length: int) -> float | None:
-    if not delays or source_length <= 0:
-        return None
-    if delays[0] > source_length:
-        return delays[0]
-    step = source_length / target_length if target_length else float("inf")
-    total = 0.0
-    tau = 0
-    for i, d in enumerate(delays):
-        total += d - i * step
-        tau = i + 1
-        if d >= source_length:
-            break
-    return total / tau
+    """LongYAAL of one segment (delays relative to its offset; ``to_end`` = R_s): short-form YAAL counting
+    units until the recording's end."""
+    return yaal(delays, source_length, reference_length, until=to_end)
 
 
 def long_laal(delays: Sequence[float], source_length: float, reference_length: int) -> float | None:
-    """LongLAAL (StreamLAAL) of one segment."""
-    return _lagging(delays, source_length, max(len(delays), reference_length))
+    """LongLAAL (StreamLAAL) of one segment: LAAL on its delays."""
+    return laal(delays, source_length, reference_length)
 
 
 def long_al(delays: Sequence[float], source_length: float, reference_length: int) -> float | None:
-    """LongAL of one segment (the reference length as the oracle rate)."""
-    return _lagging(delays, source_length, reference_length)
+    """LongAL of one segment (the reference length as the oracle rate; long-form segments always have a
+    non-empty reference)."""
+    return al(delays, source_length, reference_length)
 
 
 def long_dal(delays: Sequence[float], source_length: float) -> float | None:
     """LongDAL of one segment (the hypothesis length as the rate)."""
-    if not delays or source_length <= 0:
-        return None
-    step = source_length / len(delays)
-    total = 0.0
-    previous = 0.0
-    for i, d in enumerate(delays):
-        current = d if i == 0 else max(d, previous + step)
-        total += current - i * step
-        previous = current
-    return total / len(delays)
+    return dal(delays, source_length)
 
 
 @dataclass(frozen=True)
