@@ -22,11 +22,13 @@ policy commits at the windows' ends and applies mask-k or LocalAgreement inside 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from simul.common.errors import UsageError
+from simul.common.languages import get_language
+from simul.streams.format import Stream
 
 _ENDS = (".", "?", "!", "…", "。", "？", "！")
 _CLOSERS = "\"'”’»)]}」』）"
@@ -132,3 +134,35 @@ def closed_windows(
         windows.append((a, end))
         a = end
     return windows
+
+
+@dataclass(frozen=True)
+class WindowUpdate:
+    """What the policy does at one step of a talk: the windows it closes, and the open window after them."""
+
+    units: list[str]  # the step's source units
+    closed: list[tuple[int, int]]  # windows [a, b) closed at this step, in order
+    start: int  # the open window's first unit, after the closes
+    final: bool
+    unspaced: bool
+
+    def source(self, a: int, b: int | None = None) -> str:
+        return join_units(self.units[a:b], self.unspaced)
+
+    @property
+    def open_source(self) -> str | None:
+        """The open window's source, re-translated at this step (None when there is none, or at the end)."""
+        return None if self.final or self.start >= len(self.units) else self.source(self.start)
+
+
+def window_updates(stream: Stream, policy: WindowPolicy) -> Iterator[WindowUpdate]:
+    """The policy's windows step by step: a function of the transcript and the policy alone, so the decoder
+    (simul.decoding.longform.talk) and the context bound before decoding walk the same windows."""
+    unspaced = get_language(stream.src).unspaced
+    start = 0
+    for step in stream.steps:
+        units = source_units(step.source, unspaced)
+        closed = closed_windows(units, start, step.final, policy)
+        if closed:
+            start = closed[-1][1]
+        yield WindowUpdate(units, closed, start, step.final, unspaced)

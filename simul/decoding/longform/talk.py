@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from simul.common.languages import get_language
 from simul.decoding.display.local_agreement import local_agreement
 from simul.decoding.display.mask import hide_last
-from simul.decoding.longform.policy import WindowPolicy, closed_windows, join_units, source_units
+from simul.decoding.longform.policy import WindowPolicy, window_updates
 from simul.decoding.passes import Passes
 from simul.decoding.records import StepRecord, StreamResult
 from simul.metrics.erasure import common_prefix_length
@@ -71,22 +71,18 @@ def talk_steps(
     method = decoder.method
     result = StreamResult(stream_id=stream.id, method=method)
     seq.start_from(decoder.start_prefix(stream))
-    unspaced_src = get_language(stream.src).unspaced
     unspaced_tgt = get_language(stream.tgt).unspaced
     committed: list[str] = []  # the target of every closed window, in order
     context: deque[tuple[str, str]] = deque(maxlen=policy.context_sentences)
-    start = 0  # the open window's first source unit
     draft: list[int] = []  # the open window's previous output (masked with --mask output)
     window_outputs: list[str] = []  # the open window's outputs so far (LocalAgreement)
     previous_output = ""
     elapsed_ms = 0.0
     k = method.mask_k
-    for index, step in enumerate(stream.steps):
-        units = source_units(step.source, unspaced_src)
+    for index, (step, plan) in enumerate(zip(stream.steps, window_updates(stream, policy), strict=True)):
         records: list[StepRecord] = []
-        closed = closed_windows(units, start, step.final, policy)
-        for a, b in closed:
-            source = join_units(units[a:b], unspaced_src)
+        for a, b in plan.closed:
+            source = plan.source(a, b)
             window = window_stream(stream, source, final=True)
             record = yield from decoder.step_passes(
                 window, 0, draft if method.uses_draft else [], seq, context=tuple(context)
@@ -95,12 +91,10 @@ def talk_steps(
             committed.append(record.output)
             context.append((source, record.output))
             draft, window_outputs = [], []
-            start = b
         open_output = open_display = ""
         open_accepted = 0
-        if start < len(units) and not step.final:
-            source = join_units(units[start:], unspaced_src)
-            window = window_stream(stream, source, final=False)
+        if plan.open_source is not None:
+            window = window_stream(stream, plan.open_source, final=False)
             record = yield from decoder.step_passes(
                 window, 0, draft if method.uses_draft else [], seq, context=tuple(context)
             )
@@ -122,14 +116,14 @@ def talk_steps(
             elapsed_ms += work
         keep = common_prefix_length(previous_output, output)
         talk: dict[str, Any] = {
-            "source_words": len(units),
+            "source_words": len(plan.units),
             "emitted_ms": step.time_ms,
             "elapsed_ms": round(elapsed_ms, 3),
             "deleted": previous_output[keep:],
-            "committed_words": start,
+            "committed_words": plan.start,
             "committed_chars": len(committed_text),
-            "closed": [[a, b] for a, b in closed],
-            "open": [start, max(start, len(units))] if not step.final else [start, start],
+            "closed": [[a, b] for a, b in plan.closed],
+            "open": [plan.start, plan.start if step.final else max(plan.start, len(plan.units))],
             "prompt_tokens": max((r.prompt_tokens for r in records), default=0),
             "open_accepted_chars": open_accepted,
         }
@@ -164,18 +158,12 @@ def _update_record(
 
 
 def talk_windows(stream: Stream, policy: WindowPolicy) -> list[tuple[str, bool]]:
-    """Every window source the policy will decode on ``stream`` (closed ones final), in order: the windows
-    are a function of the transcript and the policy alone, so they are known before decoding."""
-    unspaced = get_language(stream.src).unspaced
+    """Every window source the policy will decode on ``stream`` (closed ones final), in order."""
     out: list[tuple[str, bool]] = []
-    start = 0
-    for step in stream.steps:
-        units = source_units(step.source, unspaced)
-        for a, b in closed_windows(units, start, step.final, policy):
-            out.append((join_units(units[a:b], unspaced), True))
-            start = b
-        if start < len(units) and not step.final:
-            out.append((join_units(units[start:], unspaced), False))
+    for plan in window_updates(stream, policy):
+        out += [(plan.source(a, b), True) for a, b in plan.closed]
+        if plan.open_source is not None:
+            out.append((plan.open_source, False))
     return out
 
 
