@@ -27,8 +27,9 @@ from simul.decoding.records import StepRecord
 QUARTERS = 4
 
 
-def quarter_of(index: int, count: int) -> int:
-    return min(QUARTERS - 1, (QUARTERS * index) // max(count, 1))
+def part_of(index: int, count: int, parts: int = QUARTERS) -> int:
+    """Which of ``parts`` equal shares of a talk's ``count`` updates update ``index`` falls in."""
+    return min(parts - 1, (parts * index) // max(count, 1))
 
 
 def _quarters(
@@ -40,7 +41,7 @@ def _quarters(
     prompts = [0] * QUARTERS
     for steps in talks:
         for index, step in enumerate(steps):
-            q = quarter_of(index, len(steps))
+            q = part_of(index, len(steps))
             costs[q].append((step.t_prompt + step.t_gen) * 1000.0)
             talk = step.talk or {}
             prompts[q] = max(prompts[q], int(talk.get("prompt_tokens") or step.prompt_tokens))
@@ -70,9 +71,3 @@ def talk_cost(talks: Sequence[Sequence[StepRecord]]) -> dict[str, Any]:
         "updates": sum(len(c) for c in costs),
         "windows": sum(len((s.talk or {}).get("closed") or []) for steps in talks for s in steps),
     }
-
-
-def cost_curve(steps: Sequence[StepRecord]) -> list[tuple[float, float]]:
-    """(position in the talk as a fraction of its updates, update time in ms) per update, for plots."""
-    n = len(steps)
-    return [((i + 0.5) / n, (s.t_prompt + s.t_gen) * 1000.0) for i, s in enumerate(steps)]

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from simul.decoding.records import StepRecord
+from simul.metrics.talk_cost import part_of
 
 BINS = 20
 
@@ -29,7 +30,7 @@ def _series_pooled(talks: Sequence[Sequence[StepRecord]]) -> tuple[list[float], 
     for steps in talks:
         n = len(steps)
         for i, s in enumerate(steps):
-            b = min(BINS - 1, (BINS * i) // max(n, 1))
+            b = part_of(i, n, BINS)
             sums[b] += (s.t_prompt + s.t_gen) * 1000.0
             counts[b] += 1
     xs = [(b + 0.5) / BINS for b in range(BINS) if counts[b]]
