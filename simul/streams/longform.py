@@ -138,6 +138,49 @@ class TalkImport:
     streams: list[fmt.Stream]
     details: list[dict[str, Any]] = field(default_factory=list)
 
+    def add(
+        self,
+        talk: str,
+        talk_id: str,
+        src: str,
+        tgt: str,
+        steps: Sequence[fmt.Step],
+        segments: Sequence[Segment],
+        duration_ms: float | None,
+        partials: dict[str, Any],
+        simulated: bool,
+        trimmed: int,
+        **detail: Any,
+    ) -> None:
+        """One ACL 60/60 talk as a long-form stream, with its provenance and its line in the summary."""
+        provenance = {
+            **_common_provenance(segments, talk),
+            "simulated": simulated,
+            "partials": partials,
+            "time_origin": "talk_start",
+            "overlaps_trimmed": trimmed,
+        }
+        self.streams.append(
+            fmt.Stream.talk(
+                id=talk_id,
+                src=src,
+                tgt=tgt,
+                steps=tuple(steps),
+                segments=_talk_segments(segments),
+                duration_ms=duration_ms,
+                provenance=provenance,
+            )
+        )
+        self.details.append(
+            {
+                "talk": talk,
+                "segments": len(segments),
+                "steps": len(steps),
+                **detail,
+                "overlaps_trimmed": trimmed,
+            }
+        )
+
     def summary(self) -> dict[str, Any]:
         return {"streams": len(self.streams), "longform": True, "talks": self.details}
 
@@ -208,26 +251,8 @@ def simulated_talks(
         }
         if talk in files:
             partials["word_times_file"] = files[talk]
-        provenance = {
-            **_common_provenance(segments, talk),
-            "simulated": True,
-            "partials": partials,
-            "time_origin": "talk_start",
-            "overlaps_trimmed": trimmed,
-        }
-        result.streams.append(
-            fmt.Stream.talk(
-                id=talk_id,
-                src=src,
-                tgt=tgt,
-                steps=tuple(steps),
-                segments=_talk_segments(segments),
-                duration_ms=end_ms,
-                provenance=provenance,
-            )
-        )
-        result.details.append(
-            {"talk": talk, "segments": len(segments), "steps": len(steps), "overlaps_trimmed": trimmed}
+        result.add(
+            talk, talk_id, src, tgt, steps, segments, end_ms, partials, simulated=True, trimmed=trimmed
         )
     return result
 
@@ -331,32 +356,8 @@ def partial_talks(
             "sha256": sha256_file(path),
             "partials": len(lines),
         }
-        provenance = {
-            **_common_provenance(segments, talk),
-            "simulated": False,
-            "partials": partials,
-            "time_origin": "talk_start",
-            "overlaps_trimmed": trimmed,
-        }
-        result.streams.append(
-            fmt.Stream.talk(
-                id=talk_id,
-                src=src,
-                tgt=tgt,
-                steps=tuple(steps),
-                segments=_talk_segments(segments),
-                duration_ms=duration,
-                provenance=provenance,
-            )
-        )
-        result.details.append(
-            {
-                "talk": talk,
-                "segments": len(segments),
-                "steps": len(steps),
-                "file": path.name,
-                "overlaps_trimmed": trimmed,
-            }
+        result.add(
+            talk, talk_id, src, tgt, steps, segments, duration, partials, False, trimmed, file=path.name
         )
     return result
 
