@@ -65,24 +65,25 @@ def write_zh_fixture(folder: Path) -> tuple[Path, Path]:
     return outputs, streams
 
 
+def ingest_args(fmt: str, outputs: Path, streams: Path, out: Path, *extra: str) -> list[str]:
+    """`simul ingest` arguments without COMET (the commands that are expected to refuse use them too)."""
+    return [
+        "ingest",
+        str(outputs),
+        "--format",
+        fmt,
+        "--streams",
+        str(streams),
+        "--out",
+        str(out),
+        "--comet-model",
+        "none",
+        *extra,
+    ]
+
+
 def ingest(fmt: str, outputs: Path, streams: Path, out: Path, *extra: str) -> Path:
-    result = CliRunner().invoke(
-        app,
-        [
-            "ingest",
-            str(outputs),
-            "--format",
-            fmt,
-            "--streams",
-            str(streams),
-            "--out",
-            str(out),
-            "--comet-model",
-            "none",
-            "--quiet",
-            *extra,
-        ],
-    )
+    result = CliRunner().invoke(app, ingest_args(fmt, outputs, streams, out, "--quiet", *extra))
     assert result.exit_code == 0, result.output
     return out
 

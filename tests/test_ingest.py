@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from tests.ingested import DATA, FIXTURES, ingest, ingest_fixture, metrics
+from tests.ingested import DATA, FIXTURES, ingest, ingest_args, ingest_fixture, metrics
 
 runner = CliRunner()
 
@@ -162,21 +162,7 @@ def test_malformed_input_names_file_and_line(
         path = _broken(tmp_path, name, line, change)
     streams = DATA / ("timed_streams.jsonl" if fmt == "simulstream" else "streams.jsonl")
     out = tmp_path / "run"
-    result = runner.invoke(
-        app,
-        [
-            "ingest",
-            str(path),
-            "--format",
-            fmt,
-            "--streams",
-            str(streams),
-            "--out",
-            str(out),
-            "--comet-model",
-            "none",
-        ],
-    )
+    result = runner.invoke(app, ingest_args(fmt, path, streams, out))
     assert result.exit_code == 1, result.output
     text = " ".join(result.output.split())
     assert message in text

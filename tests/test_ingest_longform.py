@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.decoding.records import TALK_KEYS
-from tests.ingested import ingest
+from tests.ingested import ingest, ingest_args
 
 runner = CliRunner()
 DATA = Path(__file__).resolve().parent / "data" / "longform"
@@ -212,22 +212,7 @@ def test_bad_input_names_file_line_and_writes_nothing(
 
 def _refused(tmp_path: Path, path: Path, fmt: str, streams: Path, *extra: str) -> str:
     out = tmp_path / "run"
-    result = runner.invoke(
-        app,
-        [
-            "ingest",
-            str(path),
-            "--format",
-            fmt,
-            "--streams",
-            str(streams),
-            "--out",
-            str(out),
-            "--comet-model",
-            "none",
-            *extra,
-        ],
-    )
+    result = runner.invoke(app, ingest_args(fmt, path, streams, out, *extra))
     assert result.exit_code in (1, 2), result.output
     assert "Traceback" not in result.output
     assert not out.exists()
