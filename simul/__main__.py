@@ -1,3 +1,3 @@
-from simul.cli import main
+from simul.launch import main
 
 main()

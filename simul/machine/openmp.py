@@ -51,7 +51,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,17 +88,19 @@ _chosen: WaitPolicy | None = None
 
 
 def choose_wait_policy(
-    taken_cores: int | None = None, environ: MutableMapping[str, str] | None = None
+    taken_cores: int | None = None, environ: MutableMapping[str, str] | None = None, note: str = ""
 ) -> WaitPolicy:
     """Set the wait policy for the CPU sample's verdict (``taken_cores``: whole cores other work held when
     the threads were chosen, simul.machine.threads) unless the user set ``OMP_WAIT_POLICY`` or
     ``GOMP_SPINCOUNT``; call before llama_cpp is imported. In the process's environment the first call
-    decides; None: not measured, taken as idle."""
+    decides; None: not measured, taken as idle. ``note`` is added to the recorded reason."""
     global _chosen
     if environ is None:
         if _chosen is not None:
             return _chosen
         _chosen = decide(os.environ, in_time="llama_cpp" not in sys.modules, taken_cores=taken_cores)
+        if note:
+            _chosen = replace(_chosen, reason="; ".join(filter(None, (_chosen.reason, note))))
         return _chosen
     return decide(environ, in_time=True, taken_cores=taken_cores)
 
