@@ -178,7 +178,7 @@ def test_the_last_call_waits_only_for_what_is_left_of_the_build(tool: ModuleType
 
 
 def test_a_plan_over_the_budget_is_refused_and_guesses_are_named(tool: ModuleType) -> None:
-    e = dict(tool.ESTIMATES) | {"build": tool.Estimate(2000, "a guess made measured")}
+    e = dict(tool.ESTIMATES) | {"build": tool.Estimate(2000, "measured"), "start": tool.Estimate(30)}
     calls = tool.plan_calls(four_calls(tool), estimates=e)
     b = tool.budget(calls, e)
     assert not b.fits and b.total > tool.BUDGET_S
@@ -195,7 +195,9 @@ def test_a_plan_over_the_budget_is_refused_and_guesses_are_named(tool: ModuleTyp
 
 def test_printed_calls_name_carry_timeout_sizes_and_seconds_in_order(tool: ModuleType) -> None:
     packing = four_calls(tool)
-    text = tool.format_calls(tool.plan_calls(packing), packing)
+    e = {k: tool.Estimate(v.seconds, "measured") for k, v in tool.ESTIMATES.items()}
+    e["start"] = tool.Estimate(30)  # a guess
+    text = tool.format_calls(tool.plan_calls(packing, estimates=e), packing, e)
     heads = [line for line in text.splitlines() if line.startswith("  call ")]
     assert heads[0].startswith('  call 1: carry [".gpu/call1"], timeout_s 120, sends 63.0 MiB, ~')
     assert heads[0].endswith("s*")  # the start is a guess

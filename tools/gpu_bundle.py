@@ -315,26 +315,28 @@ class Estimate:
 
 #: what the plan is built from. The ones with no source stay guesses until a lent session measures them and
 #: writes the figure here with its source (docs/gpu.md, "Measured").
+H200 = "H200 machine, 2026-11-26 (docs/gpu-runs/2026-11-26-h200)"
 ESTIMATES: dict[str, Estimate] = {
-    # a machine's start, from the call to its first command (device README: "a minute or more")
-    "start": Estimate(90),
-    # a call's overhead beyond the start: the transfer of tree + carry and the return of $OUT, per MiB sent
-    "transfer_per_mib": Estimate(0.25),
-    # the wait between one call's reply and the next call, the session's own reaction time
-    "gap": Estimate(10),
-    # llama-cpp-python 0.3.36 with CUDA for one architecture on the machine's 16 cores, GGML_CUDA_FA=OFF:
-    # 276 s measured once with the FA kernels (H100 machine, shared/docs/GPU.md) x 0.66, the ratio of the
-    # CUDA units' compile times without and with them measured here (docs/gpu.md, "Measured")
-    "build": Estimate(185),
-    # installing the wheels, joining the part wheels, assembling the model (about 240 MB, hashed twice)
-    "install": Estimate(20),
-    # simul bench --limit 30: RT, SSBD 0.2 and CD, one stream at a time, and the model load
-    "bench": Estimate(90),
-    # simul bench --parallel 16 --limit 32: every method at N = 1 and at N = 16, taking turns
-    "parallel": Estimate(120),
+    # a machine's start, from the call to its first command, less call 1's transfer: 29.6 s from the call to
+    # the reply with 63 MiB sent, its command 0.3 s
+    "start": Estimate(26, H200),
+    # a call's transfer of tree + carry and the return of $OUT, per MiB sent: calls 2-4 took 5.8, 6.6 and
+    # 6.1 s beyond their commands for 63 MiB each, the session's own gap between calls included (below)
+    "transfer_per_mib": Estimate(0.05, H200),
+    # the wait between one call's reply and the next call, the session's own reaction time (3 s of the above)
+    "gap": Estimate(3, H200),
+    # llama-cpp-python 0.3.36 with CUDA for sm_90 on the machine's 16 cores, GGML_CUDA_FA=OFF: 179 and 198 s
+    # start to end on two machines (276 s was measured once with the FA kernels on an H100 machine)
+    "build": Estimate(198, H200),
+    # rebuilding the part wheels, installing, assembling the model (about 240 MB, hashed twice): 1 + 6 s
+    "install": Estimate(7, H200),
+    # simul bench --limit 30: RT, SSBD 0.2 and CD, one stream at a time, and the model load: 23 s
+    "bench": Estimate(23, H200),
+    # simul bench --parallel 16 --limit 32, every method at N = 1 and at N = 16 taking turns: 36 s
+    "parallel": Estimate(36, H200),
     # tar of the run directories and the files back
-    "pack": Estimate(10),
-    # give_back at the end
+    "pack": Estimate(2, H200),
+    # give_back at the end (never measured apart)
     "give_back": Estimate(5),
 }
 
