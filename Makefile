@@ -12,11 +12,15 @@ LLAMA_ALL_CMAKE_ARGS := $(strip $(LLAMA_BASE_CMAKE_ARGS) $(LLAMA_CMAKE_ARGS))
 # COMET needs torch; pin the CPU build that this machine's pip path provides before anything pulls a CUDA one.
 TORCH_SPEC ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
+# The pinned stack (tools/lock.py, `make lock`): set-up installs every package at the version that made the
+# committed baselines, so that a new sacrebleu or COMET release cannot move a CI figure by itself.
+CONSTRAINTS := constraints.txt
+PIN := -c $(CONSTRAINTS)
 STAMP := $(VENV)/.simul-setup
 # The llama.cpp flags of the installed wheel: rewritten only when they change, so that changing them re-runs set-up.
 LLAMA_ARGS_STAMP := $(VENV)/.simul-llama-cmake-args
 
-.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline fuzz gpu-bundle
+.PHONY: setup demo test test-fast lint check bench clean distclean ci-regression ci-baseline fuzz gpu-bundle lock
 
 setup: $(STAMP)
 
@@ -27,15 +31,15 @@ $(LLAMA_ARGS_STAMP): FORCE
 .PHONY: FORCE
 FORCE:
 
-$(STAMP): pyproject.toml Makefile tools/llama_wheel.py $(LLAMA_ARGS_STAMP)
+$(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py $(LLAMA_ARGS_STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "$(TORCH_SPEC)"
+	$(PIP) install --quiet $(PIN) "$(TORCH_SPEC)"
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_ALL_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
-	$(PIP) install --quiet -e ".[model,comet,plot,dev,asr,ray,longform]"
+	$(PIP) install --quiet $(PIN) -e ".[model,comet,plot,dev,asr,ray,longform]"
 	# SimulEval for the golden tests, without its pytest-flake8 (breaks pytest >= 8) and tqdm pin
-	$(PIP) install --quiet --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
+	$(PIP) install --quiet $(PIN) --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
 	@touch $@
 	@echo "simul is set up in $(VENV); run: $(BIN)/simul --help"
 
@@ -78,6 +82,10 @@ GPU_BUNDLE ?= .gpu
 gpu-bundle:
 	@test -x $(BIN)/python || { echo "gpu-bundle: no $(BIN)/python; run make setup first" >&2; exit 1; }
 	$(BIN)/python tools/gpu_bundle.py --bundle $(GPU_BUNDLE) --llama-version $(LLAMA_CPP_VERSION)
+
+# Pin the set-up venv's packages into constraints.txt (after a deliberate upgrade; then `make ci-baseline`).
+lock: setup
+	$(BIN)/python tools/lock.py -o $(CONSTRAINTS)
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
