@@ -11,8 +11,7 @@ threshold decides), unless the caller allows noise (``simul diff --allow-noise``
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.registry import METRICS, metric_info
+from simul.reports.bootstrap import Bootstrap, corpus_scorer, mean_scorer, paired_bootstrap
 from simul.reports.run_conditions import hardware_difference, wait_policy_difference
 from simul.runs.directory import (
     PER_STREAM_FILE,
@@ -208,75 +208,6 @@ def parse_thresholds(items: Sequence[str], option: str) -> dict[str, float | Non
         if out[info.name] is not None and (out[info.name] or 0.0) < 0:
             raise UsageError(f"{option} {item!r}: thresholds are amounts of change and must be >= 0")
     return out
-
-
-@dataclass
-class Bootstrap:
-    delta: float
-    ci_low: float
-    ci_high: float
-    p: float
-    samples: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
-
-
-def paired_bootstrap(
-    n_items: int,
-    score: Callable[[Sequence[int]], tuple[float, float]],
-    samples: int = 1000,
-    seed: int = 12345,
-) -> Bootstrap:
-    """Paired bootstrap: ``score(indices)`` returns (base, new) scores on a resample of the items."""
-    rng = random.Random(seed)
-    base_all, new_all = score(range(n_items))
-    observed = new_all - base_all
-    deltas = []
-    for _ in range(samples):
-        picks = [rng.randrange(n_items) for _ in range(n_items)]
-        b, n = score(picks)
-        deltas.append(n - b)
-    deltas.sort()
-    if observed > 0:
-        p = sum(1 for d in deltas if d <= 0) / samples
-    elif observed < 0:
-        p = sum(1 for d in deltas if d >= 0) / samples
-    else:
-        p = 1.0
-    low = deltas[int(0.025 * samples)]
-    high = deltas[min(samples - 1, int(0.975 * samples))]
-    return Bootstrap(delta=observed, ci_low=low, ci_high=high, p=p, samples=samples)
-
-
-def _corpus_stats_scorer(
-    metric_name: str, hyps_b: list[str], hyps_n: list[str], refs: list[tuple[str, ...]], tgt: str
-) -> Callable[[Sequence[int]], tuple[float, float]]:
-    import numpy as np
-
-    from simul.metrics.quality import reference_streams
-
-    if metric_name == "chrf":
-        from sacrebleu.metrics.chrf import CHRF
-
-        metric: Any = CHRF()
-    else:
-        from sacrebleu.metrics.bleu import BLEU
-
-        from simul.metrics.quality import bleu_tokenizer
-
-        metric = BLEU(tokenize=bleu_tokenizer(tgt))
-    ref_streams = reference_streams(refs)  # every reference, as the corpus scores use them
-    stats_b = np.array(metric._extract_corpus_statistics(hyps_b, ref_streams), dtype=np.float64)
-    stats_n = np.array(metric._extract_corpus_statistics(hyps_n, ref_streams), dtype=np.float64)
-
-    def score(indices: Sequence[int]) -> tuple[float, float]:
-        idx = np.asarray(indices)
-        b = metric._compute_score_from_stats(stats_b[idx].sum(axis=0).tolist()).score
-        n = metric._compute_score_from_stats(stats_n[idx].sum(axis=0).tolist()).score
-        return float(b), float(n)
-
-    return score
 
 
 @dataclass
@@ -505,19 +436,14 @@ def _add_paired_statistics(
     by_name = {r.name: r for r in comparison.rows}
     for name in ("chrf", "bleu"):
         if name in by_name and samples > 0:
-            scorer = _corpus_stats_scorer(name, hyps_b, hyps_n, refs, tgt)
+            scorer = corpus_scorer(name, hyps_b, hyps_n, refs, tgt)
             by_name[name].bootstrap = paired_bootstrap(len(ids), scorer, samples)
     comet_b = [base.per_stream.get((b_key, sid), {}).get("comet") for sid in ids]
     comet_n = [new.per_stream.get((n_key, sid), {}).get("comet") for sid in ids]
     if "comet" in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
         cb = [float(c) for c in comet_b if c is not None]
         cn = [float(c) for c in comet_n if c is not None]
-
-        def comet_score(indices: Sequence[int]) -> tuple[float, float]:
-            idx = list(indices)
-            return sum(cb[i] for i in idx) / len(idx), sum(cn[i] for i in idx) / len(idx)
-
-        by_name["comet"].bootstrap = paired_bootstrap(len(ids), comet_score, samples)
+        by_name["comet"].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
     # per-stream view from sentence chrF
     from simul.metrics.quality import sentence_chrf
 
