@@ -42,7 +42,7 @@ def _diff(*args: str) -> tuple[int, str, str]:
 def test_without_pair_the_runs_share_no_method(runs: tuple[Path, Path]) -> None:
     mine, theirs = runs
     code, _, output = _diff(str(mine), str(theirs))
-    assert code == 1
+    assert code == 2  # runs that cannot be compared: refused like other incompatible inputs
     assert "share no method" in output and "--pair" in output
 
 

@@ -120,7 +120,39 @@ def test_resume_refuses_other_settings(tiny_model: Path, streams_file: Path, tmp
         app,
         eval_args(tiny_model, streams_file, "--limit", "1", "--beta", "0.3", "--out", str(out), "--resume"),
     )
-    assert other.exit_code == 1
+    assert other.exit_code == 2 and "cannot resume" in other.output
+
+
+def test_resume_refuses_other_decoding_conditions(
+    tiny_model: Path, streams_file: Path, tmp_path: Path
+) -> None:
+    """Streams decoded with another thread count, llama-cpp-python or instruction-set family would make a
+    run that no single process gives: --resume refuses, naming what differs (exit 2)."""
+    out = tmp_path / "run"
+    args = ("--limit", "2", "--threads", "2", "--out", str(out))
+    assert runner.invoke(app, eval_args(tiny_model, streams_file, *args)).exit_code == 0
+    run = json.loads((out / "run.json").read_text())
+    run["status"] = STATUS_INTERRUPTED
+    (out / "run.json").write_text(json.dumps(run))
+
+    def resume(*extra: str) -> tuple[int, str]:
+        result = runner.invoke(app, eval_args(tiny_model, streams_file, *args, "--resume", *extra))
+        return result.exit_code, " ".join(result.output.split())
+
+    code, text = resume("--threads", "1")
+    assert code == 2 and "config.threads was 2 when the run started and is 1 now" in text
+    for key, value, shown in (
+        ("llama_cpp_python", "0.0.1", "environment.llama_cpp_python was 0.0.1"),
+        ("cpu_isa", [*run["environment"]["cpu_isa"], "amx_int8"], "environment.cpu_isa was +amx_int8"),
+    ):
+        edited = {**run, "environment": {**run["environment"], key: value}}
+        (out / "run.json").write_text(json.dumps(edited))
+        code, text = resume()
+        assert code == 2 and shown in text, text
+    # the same conditions: the run is finished
+    (out / "run.json").write_text(json.dumps(run))
+    code, text = resume()
+    assert code == 0, text
 
 
 def test_score_errors(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:

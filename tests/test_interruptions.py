@@ -66,13 +66,15 @@ def test_ctrl_c_while_scoring(
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
         patch.setattr(simul.runs.evaluation, "score", interrupted)
-        result = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out)))
+        result = runner.invoke(app, eval_args(tiny_model, streams_file, "--threads", "2", "--out", str(out)))
     text = " ".join(result.output.split())
     assert result.exit_code == 130
     assert "interrupted while scoring: all 4 streams were decoded and are kept" in text
     assert f"simul eval --resume --out {out}" in text
     assert json.loads((out / "run.json").read_text())["status"] == STATUS_INTERRUPTED
-    resumed = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out), "--resume"))
+    resumed = runner.invoke(
+        app, eval_args(tiny_model, streams_file, "--threads", "2", "--out", str(out), "--resume")
+    )
     assert resumed.exit_code == 0, resumed.output
     assert json.loads((out / "run.json").read_text())["status"] == STATUS_COMPLETE
     # Ctrl-C while `simul score` scores: a message and 130, not a silent exit

@@ -173,7 +173,8 @@ def read_steps(run: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
 
 
 def test_eval_shards_merge_and_resume_talk_by_talk(tiny_model: Path, talk_file: Path, tmp_path: Path) -> None:
-    args = ("--beta", "0.2", "--mask-k", "3", "--max-window", "8", "--n-ctx", "1024")
+    # one thread count for the whole run, its shards and its resumption (merge and --resume refuse others)
+    args = ("--beta", "0.2", "--mask-k", "3", "--max-window", "8", "--n-ctx", "1024", "--threads", "2")
     whole = tmp_path / "whole"
     result = runner.invoke(app, eval_args(tiny_model, talk_file, *args, "--out", str(whole)))
     assert result.exit_code == 0, result.output

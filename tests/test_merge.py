@@ -231,6 +231,23 @@ def test_merge_refuses_shards_that_do_not_belong_together(runs: dict[str, Path],
         s3, tmp_path / "llama", lambda run: run["environment"].__setitem__("llama_cpp_python", "0.0.1")
     )
     assert "different environment.llama_cpp_python" in refusal(out, s1, s2, other_llama)
+    # the thread count and the CPU's instruction sets change llama.cpp's sums: a near-tie can flip an output
+    other_threads = edited_copy(s3, tmp_path / "threads", set_config("threads", 1))
+    text = refusal(out, s1, s2, other_threads)
+    assert "different config.threads: 2 in" in text and "1 in" in text and "same --threads" in text
+    own_isa = json.loads((s3 / "run.json").read_text())["environment"]["cpu_isa"]
+    assert isinstance(own_isa, list)  # recorded by this simul
+    other_isa = edited_copy(
+        s3, tmp_path / "isa", lambda run: run["environment"].__setitem__("cpu_isa", [*own_isa, "amx_int8"])
+    )
+    text = refusal(out, s1, s2, other_isa)
+    assert "different environment.cpu_isa: none of those in" in text and "+amx_int8 in" in text
+    # a shard written before simul recorded the instruction sets is not refused for it
+    unrecorded = edited_copy(s3, tmp_path / "unrecorded", lambda run: run["environment"].pop("cpu_isa"))
+    assert (
+        runner.invoke(app, ["merge", str(tmp_path / "m"), str(s1), str(s2), str(unrecorded), "-q"]).exit_code
+        == 0
+    )
     other_cut = edited_copy(s3, tmp_path / "cut", lambda run: run["config"]["shard"].__setitem__("count", 4))
     assert "different numbers of shards" in refusal(out, s1, s2, other_cut)
 
@@ -263,7 +280,7 @@ def test_resuming_a_shard_with_another_shard_is_refused(
     partial = edited_copy(runs["shard1"], tmp_path / "s1", lambda run: run.__setitem__("status", "running"))
     extra = ("--beta", "0.2", "--threads", "2", "--n-ctx", "1024", "--out", str(partial), "--resume")
     result = runner.invoke(app, eval_args(tiny_model, streams_file, *extra, "--shard", "2/3"))
-    assert result.exit_code == 1 and "shard differs" in result.output
+    assert result.exit_code == 2 and "shard differs" in result.output
 
 
 def test_sweep_shards_merge_into_a_sweep(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def test_disk_full_while_writing_steps(
 ) -> None:
     out = tmp_path / "run"
     failures = disk_full_on(monkeypatch, "steps.jsonl")
-    result = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out)))
+    result = runner.invoke(app, eval_args(tiny_model, streams_file, "--threads", "2", "--out", str(out)))
     assert failures() == 1 and result.exit_code == 1
     text = " ".join(result.output.split())
     assert "Traceback" not in result.output and text.count("error:") == 1
@@ -65,7 +65,9 @@ def test_disk_full_while_writing_steps(
     assert json.loads((out / "run.json").read_text())["status"] != STATUS_COMPLETE
     # once there is room again the run is continued and completes
     monkeypatch.undo()
-    resumed = runner.invoke(app, eval_args(tiny_model, streams_file, "--out", str(out), "--resume"))
+    resumed = runner.invoke(
+        app, eval_args(tiny_model, streams_file, "--threads", "2", "--out", str(out), "--resume")
+    )
     assert resumed.exit_code == 0, resumed.output
     assert json.loads((out / "run.json").read_text())["status"] == STATUS_COMPLETE
 

@@ -12,7 +12,7 @@ from simul.cli.common import err_console, handle_errors, print_json
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup, visible
 from simul.machine.cpu_usage import MARK, UNRELIABLE_WHY
-from simul.metrics.registry import METRICS
+from simul.metrics.registry import METRICS, metric_info
 from simul.reports.compare import (
     ALPHA,
     DEFAULT_MAX_DROP,
@@ -193,8 +193,27 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         force: Annotated[
-            bool, typer.Option(help="Compare runs over different streams or signatures.")
+            bool,
+            typer.Option(
+                help="Compare runs over different streams or signature parameters, or that lack a metric."
+            ),
         ] = False,
+        strict_versions: Annotated[
+            bool,
+            typer.Option(
+                "--strict-versions",
+                help="Refuse runs scored or decoded with other library versions (sacrebleu, unbabel-comet, "
+                "torch, llama-cpp-python, ...) or another COMET batch size; by default these are noted.",
+            ),
+        ] = False,
+        allow_missing: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allow-missing",
+                help="Compare although the new run lacks this metric that the base run has and a threshold "
+                "checks, e.g. comet (repeatable); by default that is refused.",
+            ),
+        ] = None,
         bootstrap: Annotated[
             int, typer.Option(help="Paired bootstrap resamples for chrF, BLEU and COMET (0: off).")
         ] = 1000,
@@ -211,12 +230,19 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--format", help="table (stderr), markdown or json (stdout).")
         ] = "table",
     ) -> None:
-        """Compare two runs; exit 3 when a metric regresses beyond its threshold (and beyond noise)."""
+        """Compare two runs; exit 3 when a metric regresses beyond its threshold (and beyond noise).
+
+        Refuses (exit 2) runs over other streams or references, with metric signatures of other parameters
+        (tokenizer, references, n-gram orders, COMET model, NE unit), or whose new run lacks a thresholded
+        metric of the base run; library versions, COMET's batch size and the CPU are noted, naming both
+        sides (refused with --strict-versions, except the CPU).
+        """
         if format not in FORMATS:
             raise UsageError(f"unknown --format {format!r}; choose one of {', '.join(FORMATS)}")
         drops = parse_thresholds(max_drop or [], "--max-drop")
         increases = parse_thresholds(max_increase or [], "--max-increase")
         pairs = parse_pairs(pair or [])
+        allowed = [metric_info(name.strip()).name for name in allow_missing or []]
         try:
             comparison = compare(
                 base,
@@ -228,6 +254,8 @@ def register(app: typer.Typer) -> None:
                 worst=worst,
                 allow_noise=allow_noise,
                 pairs=pairs,
+                strict_versions=strict_versions,
+                allow_missing=allowed,
             )
         except Incomparable as exc:
             err_console.print(f"[bold red]refused:[/] {markup(exc)}", soft_wrap=True)

@@ -47,8 +47,8 @@ def register(app: typer.Typer) -> None:
         """Check that shard runs belong together and merge them into one run (COMET is computed here).
 
         Refuses (exit 2), naming what differs or is missing, when the shards come from different stream
-        files, models, configurations, versions or metric signatures, overlap, leave streams out, or are
-        not complete.
+        files, models, configurations, simul or llama-cpp-python versions, thread counts, CPU instruction
+        sets or metric signatures, overlap, leave streams out, or are not complete.
         """
         merged = merge_shards(
             shard_dirs,

@@ -1,4 +1,11 @@
-"""Facts about the machine and software a run was made with (recorded, never compared for equality)."""
+"""Facts about the machine and software a run was made with.
+
+``environment()`` records, in run.json, the version of every package that can move a score or an output
+(:data:`PACKAGES`; ``None`` for one that is not installed) and the CPU's instruction-set families
+(:func:`cpu_isa`). They are provenance, not parameters: `simul diff` notes where two runs differ in them
+(and refuses with ``--strict-versions``); `simul merge` and `simul eval --resume` refuse to join streams
+decoded under different llama-cpp-python versions or instruction sets (simul.runs.conditions).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,62 @@ from typing import Any
 
 from simul import __version__
 
+# run.json key -> distribution name, for every package whose version can move a figure: llama-cpp-python
+# decodes (its kernels decide near-ties); sacrebleu, unbabel-comet with torch, OmniSTEval and mweralign
+# (long-form re-segmentation), numpy and sentencepiece (flores101) compute the scores.
+PACKAGES: dict[str, str] = {
+    "llama_cpp_python": "llama-cpp-python",
+    "sacrebleu": "sacrebleu",
+    "unbabel_comet": "unbabel-comet",
+    "torch": "torch",
+    "omnisteval": "omnisteval",
+    "mweralign": "mweralign",
+    "numpy": "numpy",
+    "sentencepiece": "sentencepiece",
+}
+# Every version run.json records, in the order notes list them.
+VERSION_KEYS: tuple[str, ...] = ("simul", *PACKAGES, "python")
+
+# The instruction-set families that select llama.cpp's CPU kernels (ggml-cpu's feature checks), by their
+# names in /proc/cpuinfo ("flags" on x86-64, "Features" on ARM). A kernel of another family sums in another
+# order, so the logits differ in the last bits and a near-tie can flip a greedy choice.
+ISA_FLAGS = frozenset(
+    {
+        # x86-64
+        "ssse3",
+        "sse4_1",
+        "sse4_2",
+        "avx",
+        "avx2",
+        "fma",
+        "f16c",
+        "bmi2",
+        "avx_vnni",
+        "avx512f",
+        "avx512bw",
+        "avx512cd",
+        "avx512dq",
+        "avx512vl",
+        "avx512vbmi",
+        "avx512_vnni",
+        "avx512_bf16",
+        "avx512_fp16",
+        "amx_tile",
+        "amx_int8",
+        "amx_bf16",
+        # ARM
+        "asimd",
+        "asimddp",
+        "asimdhp",
+        "fphp",
+        "i8mm",
+        "bf16",
+        "sve",
+        "sve2",
+        "sme",
+    }
+)
+
 
 def _version(package: str) -> str | None:
     try:
@@ -18,28 +81,69 @@ def _version(package: str) -> str | None:
         return None
 
 
-def cpu_model() -> str:
+def package_versions() -> dict[str, str | None]:
+    """The versions of simul, of every package in :data:`PACKAGES` (None: not installed) and of Python."""
+    versions: dict[str, str | None] = {"simul": __version__}
+    versions.update({key: _version(dist) for key, dist in PACKAGES.items()})
+    versions["python"] = platform.python_version()
+    return versions
+
+
+def _cpuinfo() -> str | None:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        pass
+        return None
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    text = _cpuinfo() if cpuinfo is None else cpuinfo
+    for line in (text or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
+def cpu_isa(cpuinfo: str | None = None) -> list[str] | None:
+    """The CPU's instruction-set families among :data:`ISA_FLAGS`, sorted (None when /proc/cpuinfo cannot
+    be read, e.g. on macOS). The first processor's line stands for all: the cores of one machine share
+    their vector units' instruction sets."""
+    text = _cpuinfo() if cpuinfo is None else cpuinfo
+    if text is None:
+        return None
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() in ("flags", "Features"):
+            return sorted(set(value.split()) & ISA_FLAGS)
+    return None
+
+
 def environment(threads: int) -> dict[str, Any]:
+    cpuinfo = _cpuinfo()
     return {
-        "simul": __version__,
-        "llama_cpp_python": _version("llama-cpp-python"),
-        "sacrebleu": _version("sacrebleu"),
-        "unbabel_comet": _version("unbabel-comet"),
-        "python": platform.python_version(),
+        **package_versions(),
         "platform": platform.platform(),
-        "cpu": cpu_model(),
+        "cpu": cpu_model(cpuinfo or ""),
+        "cpu_isa": cpu_isa(cpuinfo) if cpuinfo is not None else None,
         "threads": threads,
     }
 
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def isa_difference(a: Any, b: Any) -> tuple[str, str] | None:
+    """How two recorded ``cpu_isa`` lists differ: the instruction sets only the first has and those only
+    the second has, e.g. ``("+avx512bw +avx512f", "none of those")``; None when they are the same or either
+    is not a recorded list (a run written before simul recorded it, or a machine without /proc/cpuinfo)."""
+    if not isinstance(a, list) or not isinstance(b, list):
+        return None
+    sa, sb = {str(x) for x in a}, {str(x) for x in b}
+    if sa == sb:
+        return None
+
+    def only(flags: set[str]) -> str:
+        return " ".join(f"+{flag}" for flag in sorted(flags)) if flags else "none of those"
+
+    return only(sa - sb), only(sb - sa)

@@ -7,12 +7,20 @@ tells whether the change is beyond noise: streams are resampled with replacement
 each resample, and p is the share of resamples in which the difference does not have the observed sign.
 A threshold crossed with p >= alpha is reported as *within noise*; it still counts as a regression (the
 threshold decides), unless the caller allows noise (``simul diff --allow-noise``), which then lets it pass.
+
+Two runs are compared only when their numbers measure the same thing: the same streams and references, and
+metric signatures with the same *parameters* (tokenizer, number of references, n-gram orders, COMET model,
+NE unit: simul.metrics.signatures). Otherwise the comparison is refused (:class:`Incomparable`, exit 2).
+Who computed a number is *provenance*: the library versions in the signatures and in run.json, COMET's batch
+size, the CPU's instruction sets. A provenance difference is a note naming both sides, and a refusal only
+with ``strict_versions`` (library versions and batch size; the CPU is always a note). A thresholded metric
+that the base run has and the new run lacks (COMET when its model could not be loaded) is refused too,
+unless ``allow_missing`` names it: a check that cannot run must not pass.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +29,17 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.machine.cpu_usage import TimingNotes
+from simul.metrics.compute import MISSING_FIELDS
 from simul.metrics.registry import METRICS, metric_info
-from simul.reports.run_conditions import hardware_difference, wait_policy_difference
+from simul.metrics.scoring import not_available
+from simul.metrics.signatures import ProvenanceChange, compare_signatures, short
+from simul.reports.bootstrap import Bootstrap, corpus_scorer, mean_scorer, paired_bootstrap
+from simul.reports.run_conditions import (
+    hardware_difference,
+    isa_change,
+    version_changes,
+    wait_policy_difference,
+)
 from simul.runs.directory import (
     PER_STREAM_FILE,
     STATUS_COMPLETE,
@@ -76,7 +93,7 @@ def load_side(path: Path) -> Side:
 
 
 def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Why two runs cannot be compared honestly (different streams, signatures or tokenizers)."""
+    """Why two runs cannot be compared honestly (different streams, references, or signature parameters)."""
     reasons = []
     b_streams, n_streams = base["config"]["streams"], new["config"]["streams"]
     if b_streams.get("evaluated_sha256") != n_streams.get("evaluated_sha256"):
@@ -90,12 +107,83 @@ def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
             f"different reference sets ({describe_references(b_refs)} vs {describe_references(n_refs)}, "
             "or other reference texts)"
         )
-    b_sig, n_sig = base.get("signatures", {}), new.get("signatures", {})
-    for key in ("ne_tokenizer", "bleu", "chrf"):
-        if b_sig.get(key) != n_sig.get(key):
-            reasons.append(f"different {key} signature ({b_sig.get(key)} vs {n_sig.get(key)})")
-    if b_sig.get("comet") and n_sig.get("comet") and b_sig["comet"] != n_sig["comet"]:
-        reasons.append(f"different COMET signature ({b_sig['comet']} vs {n_sig['comet']})")
+    reasons += compare_signatures(base.get("signatures", {}), new.get("signatures", {}))[0]
+    return reasons
+
+
+def provenance_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[ProvenanceChange]:
+    """Who computed the numbers, where it differs: the signatures' library versions and COMET batch size,
+    the package versions run.json records, and the CPU's instruction sets."""
+    changes = compare_signatures(base.get("signatures", {}), new.get("signatures", {}))[1]
+    changes += version_changes(base, new)
+    isa = isa_change(base, new)
+    if isa is not None:
+        changes.append(isa)
+    return changes
+
+
+def provenance_notes(changes: Sequence[ProvenanceChange], strict_versions: bool = False) -> list[str]:
+    """The notes that name both sides of every provenance difference: what ``--strict-versions`` refuses
+    (unless it was given: then they are reasons), simul's own version, the CPU."""
+    notes = []
+    versions = [c.describe() for c in changes if c.strict]
+    if versions and not strict_versions:
+        notes.append(
+            "provenance differs (who computed the figures, not what they measure: compared anyway; "
+            "--strict-versions refuses): " + "; ".join(versions)
+        )
+    for change in changes:
+        if change.what == "simul":
+            notes.append(f"made by another simul: {change.describe()}")
+    for change in changes:
+        if change.what == "CPU instruction sets":
+            notes.append(
+                f"decoded on CPUs with other instruction sets (base: {change.base}; new: {change.new}): "
+                "llama.cpp runs other kernels there, and a near-tie can flip a greedy output"
+            )
+    return notes
+
+
+def missing_metrics(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    thresholds: Mapping[str, float | None],
+    allow: Iterable[str],
+    new_run: Mapping[str, Any],
+    notes: list[str],
+) -> list[str]:
+    """A reason for each thresholded metric that the base run has and the new run lacks (for some method
+    pair), unless ``allow`` names it: its threshold cannot be checked, so the comparison cannot pass. A metric
+    that the new run cannot have by construction (an ingested system's format does not record what it needs:
+    ``config.ingest.not_available``) is not a failure; a note in ``notes`` names it."""
+    allowed = set(allow)
+    by_design = {name for kind in not_available(new_run) for name in MISSING_FIELDS.get(kind, ())}
+    lacking: dict[str, list[str]] = {}
+    designed: dict[str, None] = {}
+    for b_method, n_method in pairs:
+        for name in METRICS:
+            if thresholds.get(name) is None or name in allowed:
+                continue
+            if b_method["metrics"].get(name) is not None and n_method["metrics"].get(name) is None:
+                if name in by_design:
+                    designed.setdefault(METRICS[name].title, None)
+                else:
+                    lacking.setdefault(name, []).append(str(n_method.get("label", n_method["key"])))
+    if designed:
+        kinds = ", ".join(sorted(not_available(new_run)))
+        notes.append(
+            f"not checked: {', '.join(designed)} (the new run's records have no {kinds}: its format does not "
+            "record them)"
+        )
+    reasons = []
+    for name, labels in lacking.items():
+        why = ""
+        comet = new_run.get("comet")
+        if name == "comet" and isinstance(comet, dict) and comet.get("reason"):
+            why = f" (COMET was not available: {short(comet['reason'], limit=160)})"
+        reasons.append(
+            f"the new run has no {METRICS[name].title} for {', '.join(labels)}, which the base run has and a "
+            f"threshold checks{why}; pass --allow-missing {name} to compare without it"
+        )
     return reasons
 
 
@@ -152,7 +240,7 @@ def pair_methods(
     if len(left_base) == 1 and len(left_new) == 1:
         pairs.append((left_base[0], left_new[0]))
     if not pairs:
-        raise SimulError(
+        raise UsageError(
             "the runs share no method: base has "
             + ", ".join(base_by_key)
             + "; new has "
@@ -208,75 +296,6 @@ def parse_thresholds(items: Sequence[str], option: str) -> dict[str, float | Non
         if out[info.name] is not None and (out[info.name] or 0.0) < 0:
             raise UsageError(f"{option} {item!r}: thresholds are amounts of change and must be >= 0")
     return out
-
-
-@dataclass
-class Bootstrap:
-    delta: float
-    ci_low: float
-    ci_high: float
-    p: float
-    samples: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
-
-
-def paired_bootstrap(
-    n_items: int,
-    score: Callable[[Sequence[int]], tuple[float, float]],
-    samples: int = 1000,
-    seed: int = 12345,
-) -> Bootstrap:
-    """Paired bootstrap: ``score(indices)`` returns (base, new) scores on a resample of the items."""
-    rng = random.Random(seed)
-    base_all, new_all = score(range(n_items))
-    observed = new_all - base_all
-    deltas = []
-    for _ in range(samples):
-        picks = [rng.randrange(n_items) for _ in range(n_items)]
-        b, n = score(picks)
-        deltas.append(n - b)
-    deltas.sort()
-    if observed > 0:
-        p = sum(1 for d in deltas if d <= 0) / samples
-    elif observed < 0:
-        p = sum(1 for d in deltas if d >= 0) / samples
-    else:
-        p = 1.0
-    low = deltas[int(0.025 * samples)]
-    high = deltas[min(samples - 1, int(0.975 * samples))]
-    return Bootstrap(delta=observed, ci_low=low, ci_high=high, p=p, samples=samples)
-
-
-def _corpus_stats_scorer(
-    metric_name: str, hyps_b: list[str], hyps_n: list[str], refs: list[tuple[str, ...]], tgt: str
-) -> Callable[[Sequence[int]], tuple[float, float]]:
-    import numpy as np
-
-    from simul.metrics.quality import reference_streams
-
-    if metric_name == "chrf":
-        from sacrebleu.metrics.chrf import CHRF
-
-        metric: Any = CHRF()
-    else:
-        from sacrebleu.metrics.bleu import BLEU
-
-        from simul.metrics.quality import bleu_tokenizer
-
-        metric = BLEU(tokenize=bleu_tokenizer(tgt))
-    ref_streams = reference_streams(refs)  # every reference, as the corpus scores use them
-    stats_b = np.array(metric._extract_corpus_statistics(hyps_b, ref_streams), dtype=np.float64)
-    stats_n = np.array(metric._extract_corpus_statistics(hyps_n, ref_streams), dtype=np.float64)
-
-    def score(indices: Sequence[int]) -> tuple[float, float]:
-        idx = np.asarray(indices)
-        b = metric._compute_score_from_stats(stats_b[idx].sum(axis=0).tolist()).score
-        n = metric._compute_score_from_stats(stats_n[idx].sum(axis=0).tolist()).score
-        return float(b), float(n)
-
-    return score
 
 
 @dataclass
@@ -375,6 +394,9 @@ class Comparison:
     reasons: list[str]
     notes: list[str]
     allow_noise: bool = False
+    provenance: list[ProvenanceChange] = field(default_factory=list)
+    strict_versions: bool = False
+    allow_missing: list[str] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[tuple[str, MetricRow]]:
@@ -395,6 +417,9 @@ class Comparison:
                 for label, r in self.regressions
             ],
             "allow_noise": self.allow_noise,
+            "provenance": [c.to_json() for c in self.provenance],
+            "strict_versions": self.strict_versions,
+            "allow_missing": self.allow_missing,
         }
 
 
@@ -408,13 +433,30 @@ def compare(
     worst: int = 5,
     allow_noise: bool = False,
     pairs: Sequence[tuple[str, str]] = (),
+    strict_versions: bool = False,
+    allow_missing: Sequence[str] = (),
 ) -> Comparison:
-    """Compare two runs; ``pairs`` are ``--pair`` (base key, new key) pairs of methods with different keys."""
+    """Compare two runs; ``pairs`` are ``--pair`` (base key, new key) pairs of methods with different keys;
+    ``strict_versions`` refuses provenance differences (library versions, COMET batch size);
+    ``allow_missing`` names thresholded metrics the new run may lack."""
     base, new = load_side(base_path), load_side(new_path)
     reasons = incompatibilities(base.run, new.run)
+    provenance = provenance_changes(base.run, new.run)
+    if strict_versions:
+        reasons += [f"different {c.describe()} (--strict-versions)" for c in provenance if c.strict]
+    thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
+    thresholds.update(max_drop)
+    thresholds.update(max_increase)
+    paired = pair_methods(base.run["methods"], new.run["methods"], pairs)
+    lacking_notes: list[str] = []
+    reasons += missing_metrics(paired, thresholds, allow_missing, new.run, lacking_notes)
+    for b_method, n_method in paired:
+        ne_units = _ne_units(b_method.get("counts", {}), n_method.get("counts", {}))
+        if ne_units:
+            reasons.append(f"{_label(b_method, n_method)}: NE in different units ({ne_units})")
     if reasons and not force:
         raise Incomparable(reasons)
-    notes = []
+    notes = provenance_notes(provenance, strict_versions) + lacking_notes
     b_model, n_model = base.run["config"]["model"], new.run["config"]["model"]
     if b_model.get("sha256") != n_model.get("sha256"):
         notes.append(f"different models: {b_model.get('file')} vs {n_model.get('file')}")
@@ -433,22 +475,14 @@ def compare(
             "thread that sleeps at each barrier makes one-token passes slower than one that spins, so their "
             "changes may come from the policy"
         )
-    thresholds: dict[str, float | None] = {**DEFAULT_MAX_DROP, **DEFAULT_MAX_INCREASE}
-    thresholds.update(max_drop)
-    thresholds.update(max_increase)
     b_timing, n_timing = TimingNotes.from_run(base.run), TimingNotes.from_run(new.run)
     comparisons = []
-    paired = pair_methods(base.run["methods"], new.run["methods"], pairs)
     if pairs:
         left_out = unpaired(base.run["methods"], new.run["methods"], paired)
         if left_out:
             notes.append(left_out)
     for b_method, n_method in paired:
-        label = (
-            b_method["label"]
-            if b_method["key"] == n_method["key"]
-            else f"{b_method['label']} -> {n_method['label']}"
-        )
+        label = _label(b_method, n_method)
         rows = []
         for name, info in METRICS.items():
             b_val, n_val = b_method["metrics"].get(name), n_method["metrics"].get(name)
@@ -472,17 +506,43 @@ def compare(
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)
-    return Comparison(base_path, new_path, comparisons, reasons, notes, allow_noise)
+    return Comparison(
+        base_path,
+        new_path,
+        comparisons,
+        reasons,
+        notes,
+        allow_noise,
+        provenance=provenance,
+        strict_versions=strict_versions,
+        allow_missing=list(allow_missing),
+    )
+
+
+def _label(b_method: Mapping[str, Any], n_method: Mapping[str, Any]) -> str:
+    if b_method["key"] == n_method["key"]:
+        return str(b_method["label"])
+    return f"{b_method['label']} -> {n_method['label']}"
+
+
+def _ne_units(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Both NE units when two methods' counts record different ones (NE counts tokens of that unit: two
+    units are two metrics)."""
+    b, n = base.get("ne_unit"), new.get("ne_unit")
+    if b is None or n is None or b == n:
+        return None
+    return f"{short(b)} vs {short(n)}"
 
 
 def _unit_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """Which units of the count-based figures differ between two methods' counts (runs written before
-    simul recorded a unit show it as unknown)."""
+    """Which units of the count-based figures differ between two methods' counts, for a note: the latency
+    units, and the NE unit where one run did not record it (runs written before simul recorded units show
+    them as unknown; two recorded NE units that differ are refused, :func:`_ne_units`)."""
     out = []
     for key in ("latency_unit", "target_latency_unit", "ne_unit"):
         b, n = base.get(key, "unknown"), new.get(key, "unknown")
-        if b != n:
-            out.append(f"{key} {b} vs {n}")
+        if b != n and not (key == "ne_unit" and _ne_units(base, new)):
+            out.append(f"{key} {short(b)} vs {short(n)}")
     return ", ".join(out)
 
 
@@ -505,19 +565,14 @@ def _add_paired_statistics(
     by_name = {r.name: r for r in comparison.rows}
     for name in ("chrf", "bleu"):
         if name in by_name and samples > 0:
-            scorer = _corpus_stats_scorer(name, hyps_b, hyps_n, refs, tgt)
+            scorer = corpus_scorer(name, hyps_b, hyps_n, refs, tgt)
             by_name[name].bootstrap = paired_bootstrap(len(ids), scorer, samples)
     comet_b = [base.per_stream.get((b_key, sid), {}).get("comet") for sid in ids]
     comet_n = [new.per_stream.get((n_key, sid), {}).get("comet") for sid in ids]
     if "comet" in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
         cb = [float(c) for c in comet_b if c is not None]
         cn = [float(c) for c in comet_n if c is not None]
-
-        def comet_score(indices: Sequence[int]) -> tuple[float, float]:
-            idx = list(indices)
-            return sum(cb[i] for i in idx) / len(idx), sum(cn[i] for i in idx) / len(idx)
-
-        by_name["comet"].bootstrap = paired_bootstrap(len(ids), comet_score, samples)
+        by_name["comet"].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
     # per-stream view from sentence chrF
     from simul.metrics.quality import sentence_chrf
 

@@ -1,11 +1,18 @@
 """Where and how a run decoded, as its run.json recorded it: the devices, layers, threads and batching, and
 how llama.cpp's CPU threads waited. `simul diff` notes when two runs differ in either, since their timing
-metrics then say nothing about the code (simul.reports.compare)."""
+metrics then say nothing about the code (simul.reports.compare). Also the provenance that run.json records
+beside the signatures: the package versions and the CPU's instruction sets
+(simul.machine.environment), which `simul diff` notes naming both sides."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from simul.machine.environment import PACKAGES, VERSION_KEYS, isa_difference
+from simul.metrics.signatures import ProvenanceChange, short
+
+_PACKAGE_NAMES = {"simul": "simul", **PACKAGES, "python": "Python"}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -54,3 +61,34 @@ def wait_policy_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> s
     """Both sides' wait policies when they differ, else None (speed figures depend on it: issue 23)."""
     b, n = wait_policy_summary(base), wait_policy_summary(new)
     return None if b == n else f"base: {b}; new: {n}"
+
+
+def _version(value: Any) -> str:
+    return "not installed" if value is None else short(value)
+
+
+def version_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[ProvenanceChange]:
+    """The recorded package versions that differ, simul's own first. A package that one run does not
+    record at all (run files written before simul recorded it) is not compared; one recorded as not
+    installed is. simul's own version is never refused by ``--strict-versions``: it is the code under test."""
+    eb, en = _mapping(base.get("environment")), _mapping(new.get("environment"))
+    out = []
+    for key in VERSION_KEYS:
+        if key in eb and key in en and eb[key] != en[key]:
+            out.append(
+                ProvenanceChange(
+                    _PACKAGE_NAMES[key], _version(eb[key]), _version(en[key]), strict=key != "simul"
+                )
+            )
+    return out
+
+
+def isa_change(base: Mapping[str, Any], new: Mapping[str, Any]) -> ProvenanceChange | None:
+    """The CPU instruction sets when both runs recorded them and they differ (noted, never refused by diff:
+    what a CI runner's CPU is cannot be pinned)."""
+    eb, en = _mapping(base.get("environment")), _mapping(new.get("environment"))
+    differs = isa_difference(eb.get("cpu_isa"), en.get("cpu_isa"))
+    if differs is None:
+        return None
+    b_only, n_only = (short(x, limit=200) for x in differs)
+    return ProvenanceChange("CPU instruction sets", b_only, n_only, strict=False)

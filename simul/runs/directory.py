@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simul.common.errors import SimulError
+from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.files import write_atomic as write_atomic
 from simul.common.hashing import sha256_file
@@ -37,6 +37,7 @@ from simul.common.safe_text import excerpt
 from simul.decoding import StepRecord, StreamResult
 from simul.request.method_settings import EXTERNAL, METHOD_NAMES
 from simul.request.methods import Method
+from simul.runs.conditions import decoding_differences
 from simul.runs.lock import writer_of
 from simul.runs.schema import check_results, check_run_json, step_fields, step_record
 from simul.streams.format import Stream, dumps_stream, iter_streams
@@ -278,8 +279,18 @@ class RunWriter:
         old = load_run_json(path)
         mismatch = _config_mismatch(old.get("config", {}), run["config"])
         if mismatch:
-            raise SimulError(
+            raise UsageError(
                 f"cannot resume {path}: {mismatch} differs from the run being resumed; use the same options, "
+                "or start a new run with another --out"
+            )
+        changes = decoding_differences(old, run)
+        if changes:
+            listed = "; ".join(
+                f"{c.field} was {c.first} when the run started and is {c.second} now ({c.fix})"
+                for c in changes
+            )
+            raise UsageError(
+                f"cannot resume {path}: its finished streams were decoded under other conditions: {listed}; "
                 "or start a new run with another --out"
             )
         if old.get("status") == STATUS_COMPLETE:

@@ -1,9 +1,10 @@
 """Merge shard runs (``--shard K/N``) into one run directory that reads as if one process had decoded it.
 
 The shards must belong together: the same stream file (SHA-256) and ``--limit``, the same model (SHA-256),
-the same configuration apart from what is per machine (paths, threads), the same simul and llama-cpp-python
-versions, the same metric signatures, one shard count, disjoint stream sets that cover the whole set, and
-every shard complete. Anything else is refused with every reason named (:class:`MergeRefused`, exit 2).
+the same configuration apart from what is per machine (paths), the same simul version, the same decoding
+conditions (thread count, llama-cpp-python version and CPU instruction sets: simul.runs.conditions), the
+same metric signatures, one shard count, disjoint stream sets that cover the whole set, and every shard
+complete. Anything else is refused with every reason named (:class:`MergeRefused`, exit 2).
 
 The merged directory holds the streams and their step records in the single-process order, and is scored
 from them with the same code as `simul eval`, so every quality figure equals a single-process run's. Speed is
@@ -28,6 +29,7 @@ from simul.machine.environment import now
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import METRICS
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
+from simul.runs.conditions import decoding_differences
 from simul.runs.directory import (
     RUN_FILE,
     SCHEMA_VERSION,
@@ -44,7 +46,7 @@ from simul.streams.format import Stream
 # Configuration that legitimately differs between the machines of one run, and what the merge rewrites.
 PER_SHARD_CONFIG = frozenset(
     {"shard", "threads", "model.path", "streams.path", "streams.count", "streams.evaluated_sha256"}
-)
+)  # threads: compared by simul.runs.conditions, with the other decoding conditions
 SIGNATURE_KEYS = ("ne_tokenizer", "bleu", "chrf")
 
 
@@ -166,10 +168,14 @@ def _differences(a: ShardRun, b: ShardRun) -> list[str]:
         if fa.get(key) != fb.get(key):
             va, vb = _short(fa.get(key)), _short(fb.get(key))
             out.append(f"different config.{key}: {va} in {a.name}, {vb} in {b.name}")
-    for where, key in (("tool", "version"), ("environment", "llama_cpp_python")):
-        va, vb = a.run.get(where, {}).get(key), b.run.get(where, {}).get(key)
-        if va != vb:
-            out.append(f"different {where}.{key}: {va} in {a.name}, {vb} in {b.name}")
+    va, vb = a.run.get("tool", {}).get("version"), b.run.get("tool", {}).get("version")
+    if va != vb:
+        out.append(f"different tool.version: {va} in {a.name}, {vb} in {b.name}")
+    for change in decoding_differences(a.run, b.run):
+        out.append(
+            f"different {change.field}: {change.first} in {a.name}, {change.second} in {b.name} "
+            f"({change.fix} for every shard)"
+        )
     sig_a, sig_b = a.run.get("signatures", {}), b.run.get("signatures", {})
     for key in SIGNATURE_KEYS:
         if sig_a.get(key) != sig_b.get(key):
