@@ -311,7 +311,8 @@ def test_the_caption_says_why_fewer_threads_than_cores(
     """A container's CPU quota of 1.5 CPUs on 2 cores: 1 thread, recorded, and the table says why."""
     _fake_machine(monkeypatch, tmp_path, cores=2, cpu_max="150000 100000\n")
     out = tmp_path / "run"
-    args = [a for a in eval_args(tiny_model, streams_file, "--limit", "1", "--out", str(out)) if a != "--quiet"]
+    args = eval_args(tiny_model, streams_file, "--limit", "1", "--out", str(out))
+    args.remove("--quiet")
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     choice = json.loads((out / "run.json").read_text())["environment"]["thread_choice"]
