@@ -16,6 +16,13 @@ load average, and whether the table marked the speed figures as unreliable.
     python tools/contention_check.py --before             # also as before issue 13: libgomp's default
                                                           # spinning and min(8, CPUs) threads
     python tools/contention_check.py --variant "active2=OMP_WAIT_POLICY=active --threads 2" --repeat 3
+    python tools/contention_check.py --one-thread --repeat 3   # what the automatic count costs next to
+                                                              # a busy core against 1 thread (issue 31)
+
+Since issue 31 the automatic thread count ignores the load (simul.machine.threads): next to the competitor
+it still uses every core, one thread sharing the competitor's, where the rule before took 1 thread on
+2 cores. ``--one-thread`` adds that variant (``--threads 1``), and the summary then gives each variant's
+loaded time against the fastest loaded one: the cost of the rule next to a busy core.
 
 A variant is ``NAME=SETTINGS``: words of the form ``UPPER_CASE=value`` are set in simul's environment, the
 rest are passed to `simul eval`. ``GOMP_SPINCOUNT=300000`` reproduces libgomp's built-in behaviour when no
@@ -242,12 +249,15 @@ def describe_bench(bench: dict[str, Any]) -> str:
 def describe_run(summary: dict[str, Any]) -> list[str]:
     omp = summary["openmp"] or {}
     choice = summary["thread_choice"] or {}
+    quota = choice.get("cpu_quota")
+    quota_text = f"{quota.get('cpus')} CPUs" if isinstance(quota, dict) else "none"
     lines = [
         f"    OpenMP wait policy {omp.get('wait_policy')} (set by {omp.get('set_by')}"
         + (f", GOMP_SPINCOUNT={omp['gomp_spincount']}" if omp.get("gomp_spincount") else "")
         + f"; runtime {', '.join(omp.get('runtimes') or []) or '?'})",
         f"    threads {summary['threads']} ({choice.get('source')}; {choice.get('physical_cores')} physical "
-        f"cores, {choice.get('cpus')} CPUs, busy cores at start {choice.get('busy_cores')}, "
+        f"cores, {choice.get('cpus')} CPUs of {choice.get('machine_cpus', '?')}, CPU quota {quota_text}; "
+        f"for the wait policy: busy cores at start {choice.get('busy_cores')}, "
         f"load average {choice.get('load1')})",
     ]
     for key, m in summary["methods"].items():
@@ -266,6 +276,16 @@ def describe_run(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def loaded_costs(summaries: list[dict[str, Any]]) -> dict[str, float]:
+    """Per variant, the median wall seconds of its loaded runs that finished (variants without one are
+    left out): beside each other, what each setting costs next to the competitor."""
+    walls: dict[str, list[float]] = {}
+    for s in summaries:
+        if s["condition"] == "loaded" and not s["timed_out"]:
+            walls.setdefault(s["variant"], []).append(float(s["wall_seconds"]))
+    return {name: statistics.median(values) for name, values in walls.items()}
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -279,6 +299,11 @@ def main() -> int:
     parser.add_argument("--core", type=int, default=0, help="the core the competitor is pinned to")
     parser.add_argument("--before", action="store_true", help="also run the settings from before issue 13")
     parser.add_argument("--variant", action="append", default=[], help="NAME=SETTINGS (repeatable)")
+    parser.add_argument(
+        "--one-thread",
+        action="store_true",
+        help="also run with --threads 1, what the thread rule before issue 31 chose next to a busy core",
+    )
     parser.add_argument("--no-default", action="store_true", help="skip the run with simul's defaults")
     parser.add_argument("--out", type=Path, default=None, help="keep the run directories here")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
@@ -316,6 +341,8 @@ def main() -> int:
                 "before", {"GOMP_SPINCOUNT": LIBGOMP_DEFAULT_SPIN}, ["--threads", str(old_default_threads())]
             )
         )
+    if args.one_thread:
+        variants.append(Variant("one-thread", {}, ["--threads", "1"]))
     variants += [parse_variant(v) for v in args.variant]
     if not variants:
         parser.error("nothing to run")
@@ -427,6 +454,13 @@ def main() -> int:
                 "goal_met": verdict,
                 "lower_bound": bound,
             }
+        )
+    costs = loaded_costs(summaries)
+    if len(costs) > 1:
+        fastest = min(costs, key=lambda name: costs[name])
+        print(
+            f"  loaded, median wall time against the fastest loaded variant ({fastest}): "
+            + ", ".join(f"{name} {costs[name] / costs[fastest]:.2f}" for name in costs)
         )
     busy_idle = [s for s in summaries if s["condition"] == "idle" and s["marked_unreliable"]]
     if busy_idle:

@@ -188,9 +188,9 @@ def bench_table(
     )
     if costs is not None:
         table.caption += "\n" + calibration_line(costs)
-    note = timing.note() if timing is not None else None
-    if note:
-        table.caption += "\n" + note
+    for note in (timing.threads_note, timing.note()) if timing is not None else ():
+        if note:
+            table.caption += "\n" + note
     return table
 
 

@@ -139,8 +139,8 @@ ThreadsOpt = Annotated[
     int | None,
     typer.Option(
         "--threads",
-        help="CPU threads for llama.cpp (0 or unset: auto, the physical cores that other work is not using, "
-        "at most 8).",
+        help="CPU threads for llama.cpp (0 or unset: auto, the physical cores this process may use, within "
+        "its cgroup CPU quota, at most 8; never the machine's momentary load).",
     ),
 ]
 NCtxOpt = Annotated[

@@ -22,7 +22,15 @@ from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
 from simul.metrics.scoring import DEFAULT_RESEGMENT, not_available, score
 from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
-from simul.runs.directory import PER_STREAM_FILE, RUN_FILE, RunWriter, load_run
+from simul.runs.directory import (
+    PER_STREAM_FILE,
+    RUN_FILE,
+    STATUS_COMPLETE,
+    STATUS_SCORING_FAILED,
+    RunWriter,
+    load_run,
+    run_status,
+)
 from simul.runs.lock import RunLock
 
 
@@ -68,9 +76,12 @@ def register(app: typer.Typer) -> None:
         if metric:
             infos = [metric_info(name) for name in metric]
             columns = [(i.name, i.title, ".4g") for i in infos]
+        # A run whose scoring failed after decoding (status scoring_failed) is finished here: scored and
+        # written complete, as --update writes a complete run.
+        finish = not allow_incomplete and run_status(run_dir) == STATUS_SCORING_FAILED
         # --update rewrites the run: it holds the directory's lock like any writer
-        with RunLock.acquire(run_dir) if update and run_dir.is_dir() else nullcontext():
-            loaded = load_run(run_dir, allow_incomplete=allow_incomplete)
+        with RunLock.acquire(run_dir) if (update or finish) and run_dir.is_dir() else nullcontext():
+            loaded = load_run(run_dir, allow_incomplete=allow_incomplete, unscored=finish)
             warn_being_written(run_dir, loaded.being_written, "scoring")
             config = loaded.run["config"]
             comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
@@ -89,14 +100,19 @@ def register(app: typer.Typer) -> None:
                 resegment=check_resegment(resegment or config.get("resegment", DEFAULT_RESEGMENT)),
             )
             rows = scored.methods_json()
-            if update:
+            if update or finish:
                 run = loaded.run
                 run["signatures"] = scored.signatures
                 run["comet"] = scored.comet
                 run["methods"] = rows
+                if finish:
+                    run["status"] = STATUS_COMPLETE
+                    run["scored_later"] = {"by": "simul score", "error": run.pop("scoring_error", None)}
                 writer = RunWriter(run_dir, run)
                 writer.write_per_stream(scored.per_stream_rows())
                 writer.save()
+                if finish:
+                    err_console.print(f"{markup(run_dir)} is complete now (its scoring had failed)")
             if not quiet:
                 n_scored = len(loaded.complete)
                 of_total = f" of {len(loaded.streams)}" if n_scored != len(loaded.streams) else ""

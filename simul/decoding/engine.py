@@ -67,6 +67,18 @@ def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> T
     return get_template(name)
 
 
+def template_rule(name: str, backend: LlamaBackend, default_model: bool) -> str:
+    """Why :func:`resolve_template` chose what it chose, in words (recorded in run.json); it depends on the
+    model file alone."""
+    if name != "auto":
+        return "as given"
+    if default_model:
+        return "auto: the embedded default model is a base model (fewshot)"
+    if not backend.info.chat_template:
+        return "auto: the model has no chat template (fewshot)"
+    return "auto: the model's own chat template (tokenizer.chat_template)"
+
+
 class Engine:
     """A loaded model and template, ready to decode streams with any method."""
 
@@ -86,6 +98,7 @@ class Engine:
         self.pass_costs: PassCosts | None = None
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)
+        self.template_rule = template_rule(settings.template, self.backend, self.is_default)
 
     def calibrate(self, sample: Stream) -> PassCosts:
         """Measure the forward-pass costs (simul.machine.calibration) after this engine's prompt for

@@ -42,6 +42,7 @@ from typing import Any
 
 from simul.machine import clock
 from simul.machine.calibration import MAX_SLOWDOWN, PassCosts, run_slowdown
+from simul.machine.threads import fewer_threads_note
 from simul.metrics.registry import METRICS
 from simul.request.methods import Method
 
@@ -244,6 +245,8 @@ class TimingNotes:
     unreliable: dict[str, str]  # method key -> the measured ratio in words
     labels: dict[str, str]  # method key -> label
     rt_key: str | None  # the RT method the speedups are relative to
+    # why the run used fewer threads than the machine's cores (simul.machine.threads), for the caption
+    threads_note: str | None = None
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any]) -> TimingNotes:
@@ -265,7 +268,10 @@ class TimingNotes:
         overhead = pass_cost_reasons(costs, run.get("methods"), [m.key for m in methods])
         for key, why in overhead.items():
             unreliable[key] = f"{unreliable[key]}; {why}" if key in unreliable else why
-        return cls(unreliable, {m.key: m.label for m in methods}, rt.key if rt else None)
+        choice = environment.get("thread_choice") if isinstance(environment, dict) else None
+        return cls(
+            unreliable, {m.key: m.label for m in methods}, rt.key if rt else None, fewer_threads_note(choice)
+        )
 
     def marks(self, method_key: str) -> set[str]:
         """The metrics of one method to mark: every timing figure when the method's own timing is

@@ -29,9 +29,10 @@ are in docs/results.md, "OpenMP waiting"):
   sleeps after that and gives its core back. On 2 idle cores a one-token pass of the default model took
   17.5 ms with any spin from 1000 iterations to ``active``, and 33 ms with ``passive`` (a sleeping thread's
   wake-up at every barrier; one thread alone: 32 ms).
-* **A core taken** (the same sample): ``passive``, and the automatic thread count leaves the taken cores
-  alone (simul.machine.threads), so a spinning thread can never hold a core that the thread it waits for
-  needs. With one thread (2 cores, one busy) no parallel region runs at all.
+* **A core taken** (the same sample and the load average agree): ``passive``, so that a spinning thread
+  never holds a core that the thread it waits for needs. The thread count does not follow the load (since
+  issue 31, simul.machine.threads: outputs and speed figures must not depend on a passing burst), so next
+  to a busy core one thread shares it, and sleeping at once is what costs the others least.
 
 Why not always spin: next to a busy core 2 spinning threads made a one-token pass 1.2-3x slower than with
 ``passive`` (active 41 ms, libgomp's default 108 ms against 34 ms; one thread 32 ms), and on the earlier

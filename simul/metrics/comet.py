@@ -127,6 +127,8 @@ class CometScorer:
         self.model = model
         self.version = version
         self.batch_size = batch_size
+        # what the name resolved to: a Hugging Face snapshot folder names the model's revision
+        self.checkpoint = str(checkpoint)
 
     def score(self, sources: Sequence[str], outputs: Sequence[str], references: Sequence[str]) -> CometScores:
         data = [{"src": s, "mt": m, "ref": r} for s, m, r in zip(sources, outputs, references, strict=True)]

@@ -97,6 +97,9 @@ def score(
                 row["comet"] = None if value is None else round(value, 4)
             signatures["comet"] = scores.signature
         comet_info.update({"model": comet.model, "version": comet.version, "batch_size": comet.batch_size})
+        checkpoint = getattr(comet, "checkpoint", None)  # what the model name resolved to (comet.py)
+        if checkpoint is not None:
+            comet_info["checkpoint"] = checkpoint
     else:
         for report in reports:
             if report in longform:

@@ -54,9 +54,9 @@ def methods_table(
     clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
     if tuple(columns) == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
         columns = LONGFORM_COLUMNS
-    note = timing.note() if timing is not None else None
-    if note:
-        caption = f"{caption}\n{note}" if caption else note
+    for note in (timing.threads_note, timing.note()) if timing is not None else ():
+        if note:
+            caption = f"{caption}\n{note}" if caption else note
     degenerate = degeneracy_note(methods)
     if degenerate:
         caption = f"{caption}\n{degenerate}" if caption else degenerate

@@ -15,8 +15,10 @@ JSON is written with sorted keys and rounded floats. Wall-clock figures live apa
 are all in ``steps.jsonl`` has its timings too.
 
 ``run.json`` carries a ``status``: ``running`` while decoding, ``interrupted`` when stopped early,
-``complete`` only once every stream of every method is written and scored. Nothing treats a run that is not
-complete as complete. One process at a time writes a run directory: writers hold its lock.
+``scoring_failed`` when every stream was decoded and written but scoring failed (``scoring_error`` says how;
+`simul score RUN_DIR` finishes it), ``complete`` only once every stream of every method is written and
+scored. Nothing treats a run that is not complete as complete. One process at a time writes a run
+directory: writers hold its lock.
 """
 
 from __future__ import annotations
@@ -54,8 +56,10 @@ STEP_KEYS = ("method", "stream", "step")
 STATUS_RUNNING = "running"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_COMPLETE = "complete"
+STATUS_SCORING_FAILED = "scoring_failed"  # decoded and written, not scored: `simul score RUN_DIR` finishes it
 
 RESUME_ADVICE = "Re-run with `simul eval --resume --out DIR` to recompute what is missing"
+SCORE_ADVICE = "Every stream was decoded: finish the run with `simul score {path}` once the cause is fixed"
 REDO_ADVICE = (
     "The run says it is complete, so --resume will not touch it: run it again with --overwrite "
     "(or restore the directory from a copy)"
@@ -346,6 +350,14 @@ class RunWriter:
         )
 
 
+def run_status(path: Path) -> str | None:
+    """A run directory's status as its run.json says, without checking the rest; None when unreadable."""
+    if not (path / RUN_FILE).is_file():
+        return None
+    status = _peek_status(path)
+    return None if status == "unreadable" else status
+
+
 def _peek_status(path: Path) -> str:
     try:
         run = parse_json((path / RUN_FILE).read_text(encoding="utf-8"), allow_constants=True)
@@ -432,6 +444,13 @@ def _run_json_problem(run: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _scoring_error(run: Mapping[str, Any]) -> str:
+    """The one-line reason a ``scoring_failed`` run records (``scoring_error.message``)."""
+    error = run.get("scoring_error")
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else "no reason recorded"
+
+
 @dataclass
 class LoadedRun:
     path: Path
@@ -450,20 +469,29 @@ def refuse_if_written(path: Path) -> None:
         raise SimulError(f"{path} is being written by {holder}; wait until it finishes, then try again")
 
 
-def load_run(path: Path, allow_incomplete: bool = False, can_allow: bool = True) -> LoadedRun:
+def load_run(
+    path: Path, allow_incomplete: bool = False, can_allow: bool = True, unscored: bool = False
+) -> LoadedRun:
     """Read a whole run directory back; a run that is not complete is refused unless asked for.
 
     A run another process is writing is refused too, unless ``allow_incomplete`` (then ``being_written``
-    says who, for a warning). ``can_allow`` says whether the command has --allow-incomplete to suggest."""
+    says who, for a warning). ``can_allow`` says whether the command has --allow-incomplete to suggest.
+    ``unscored``: a run whose scoring failed is read like a complete one (`simul score` finishes it)."""
     holder = writer_of(path) if path.is_dir() else None
     if holder is not None and not allow_incomplete:
         refuse_if_written(path)
     run = load_run_json(path)
     status = run.get("status")
-    if status != STATUS_COMPLETE and not allow_incomplete:
+    decoded = status == STATUS_COMPLETE or (unscored and status == STATUS_SCORING_FAILED)
+    if status == STATUS_SCORING_FAILED and not decoded and not allow_incomplete:
+        raise SimulError(
+            f"{path} is not a complete run: its scoring failed ({excerpt(_scoring_error(run))}). "
+            + SCORE_ADVICE.format(path=path)
+        )
+    if not decoded and not allow_incomplete:
         alternative = " or pass --allow-incomplete" if can_allow else ""
         raise SimulError(
-            f"{path} is not a complete run (status: {status}); finish it with "
+            f"{path} is not a complete run (status: {excerpt(str(status))}); finish it with "
             f"`simul eval --resume --out {path}` (same options as the run){alternative}"
         )
     try:
@@ -482,10 +510,10 @@ def load_run(path: Path, allow_incomplete: bool = False, can_allow: bool = True)
             f"{path / STEPS_FILE} has stream {excerpt(unknown[0])}, which is not in {STREAMS_FILE}"
         )
     check_results(loaded.results, streams, path / STEPS_FILE)
-    if status == STATUS_COMPLETE and len(loaded.complete) != len(streams) and not allow_incomplete:
+    if decoded and len(loaded.complete) != len(streams) and not allow_incomplete:
         raise SimulError(
-            f"{path} says it is complete but {STEPS_FILE} holds {len(loaded.complete)} "
-            f"of {len(streams)} streams. {REDO_ADVICE}"
+            f"{path} says it is {'complete' if status == STATUS_COMPLETE else 'decoded'} but {STEPS_FILE} "
+            f"holds {len(loaded.complete)} of {len(streams)} streams. {fix}"
         )
     return LoadedRun(
         path=path,

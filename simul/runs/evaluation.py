@@ -21,12 +21,15 @@ from simul.machine.cpu_usage import CpuMeter, TimingNotes
 from simul.machine.environment import environment, now
 from simul.metrics.comet import CometScorer, load_comet
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
-from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, resolve_ne_tokenizer
+from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, ne_tokenizer_record, resolve_ne_tokenizer
 from simul.request.methods import Method
 from simul.runs.directory import (
+    RUN_FILE,
     SCHEMA_VERSION,
+    SCORE_ADVICE,
     STATUS_COMPLETE,
     STATUS_INTERRUPTED,
+    STATUS_SCORING_FAILED,
     RunWriter,
     load_run_json,
 )
@@ -192,7 +195,10 @@ def _evaluate(
     keys = [m.key for m in request.methods]
     if len(set(keys)) != len(keys):
         raise SimulError("the same method setting is listed twice")
+    # Every tokenizer the scores need is loaded now (a missing or damaged model file, a missing MeCab), so
+    # that it fails before the streams are decoded: NE's, and BLEU's, the target language's own.
     ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, streams[0].tgt)
+    resolve_ne_tokenizer("auto", streams[0].tgt)
     comet, comet_reason = _required_comet(request)
 
     own_engine = engine is None
@@ -261,6 +267,17 @@ def _run_config(
         "ne_tokenizer": ne_tok,
         "comet_model": request.comet_model,
         "comet_batch_size": request.comet_batch_size,
+        # what each "auto" (and every other option simul resolves) became, and why; the same on every
+        # machine (the threads and the OpenMP wait policy, which are not, are in environment.thread_choice
+        # and environment.openmp; COMET's checkpoint in run.json's comet)
+        "resolved": {
+            "ne_tokenizer": ne_tokenizer_record(request.ne_tokenizer, ne_tok),
+            "template": {
+                "given": engine.settings.template,
+                "used": engine.template.name,
+                "rule": engine.template_rule,
+            },
+        },
         **request.extra_config,
     }
     if any(stream.longform for stream in every_stream):
@@ -377,6 +394,23 @@ class _Decoding:
             raise Interrupted(partial, stop) from None
         self.run["environment"]["cpu_usage"] = self.meter.to_json()
 
+    def scoring_failed(self, exc: Exception) -> SimulError:
+        """Record in run.json that every stream was decoded and written but scoring failed, and how; the
+        error for the user, with what to do (one message, no traceback)."""
+        reason = error_line(exc)
+        self.run["status"] = STATUS_SCORING_FAILED
+        self.run["streams_done"] = self.finished
+        self.run["scoring_error"] = {"error": type(exc).__name__, "message": reason}
+        self.run["environment"]["finished"] = now()
+        if self.writer is None:
+            return SimulError(f"scoring failed after all {self.finished} streams were decoded: {reason}")
+        self.save()
+        return SimulError(
+            f"scoring failed after all {self.finished} streams were decoded: {reason}. The decoded steps are "
+            f"kept in {self.writer.path} ({RUN_FILE} status {STATUS_SCORING_FAILED}); "
+            + SCORE_ADVICE.format(path=self.writer.path)
+        )
+
     def mark_stopped(self) -> None:
         self.run["status"] = STATUS_INTERRUPTED
         self.run["streams_done"] = self.finished
@@ -421,6 +455,8 @@ def _score_run(
         empty = Scored(reports=[], signatures={"ne_tokenizer": ne_tok})
         stopped = EvalOutcome(run, empty, False, finished, total, request.out, stage="scoring")
         raise Interrupted(stopped, stop) from None
+    except Exception as exc:  # any scorer's failure: the decoded streams are kept and the run says so
+        raise decoding.scoring_failed(exc) from None
     run["status"] = STATUS_COMPLETE
     run["streams_done"] = finished
     run["environment"]["finished"] = now()
@@ -430,6 +466,16 @@ def _score_run(
         decoding.writer.write_per_stream(scored.per_stream_rows())
         decoding.writer.save()
     return EvalOutcome(run, scored, True, finished, total, request.out, results=decoding.results)
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception in one line: a SimulError's own message (it says what to do), anything else's type and
+    the first line of its message (sentencepiece's RuntimeError, a scorer's bug)."""
+    text = str(exc).strip()
+    if isinstance(exc, SimulError):
+        return text
+    first = text.splitlines()[0][:300] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _attach_scores(run: dict[str, Any], scored: Scored) -> None:

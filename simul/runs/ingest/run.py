@@ -20,7 +20,7 @@ from simul.decoding import StepRecord, StreamResult
 from simul.machine.environment import environment, now
 from simul.metrics.comet import load_comet
 from simul.metrics.scoring import Scored, higher_is_better, score
-from simul.metrics.tokenizers import resolve_ne_tokenizer
+from simul.metrics.tokenizers import ne_tokenizer_record, resolve_ne_tokenizer
 from simul.request.method_settings import EXTERNAL
 from simul.request.methods import Method
 from simul.runs.directory import SCHEMA_VERSION, STATUS_COMPLETE, RunWriter
@@ -228,6 +228,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
         "ne_tokenizer": ne_tok,
         "comet_model": request.comet_model,
         "comet_batch_size": request.comet_batch_size,
+        "resolved": {"ne_tokenizer": ne_tokenizer_record(request.ne_tokenizer, ne_tok)},
         "ingest": {
             "format": request.format,
             "file": str(request.path),
