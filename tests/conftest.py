@@ -4,6 +4,7 @@
 * ``gemma_model``: the embedded default gemma-3-270m, for integration tests marked ``slow``.
 * ``shared_data``: ../shared/data (real FLORES, ACL 60/60, ASR samples); tests using it skip when absent.
 * ``tiny_comet``: a tiny random COMET checkpoint, loaded through the real comet.load_from_checkpoint.
+* ``comet_stub``: a stand-in for unbabel-comet that records every triple it scores (tests.comet_stub).
 * ``streams_file``: the four test streams of tests.helpers.make_streams in a stream file (modules that need
   other streams define their own).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from simul.decoding.backend import LlamaBackend
+from tests.comet_stub import CometStub, install
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,6 +68,11 @@ def tiny_comet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from simul.testing.tiny_comet import build_tiny_comet
 
     return build_tiny_comet(tmp_path_factory.mktemp("comet"), seed=0)
+
+
+@pytest.fixture
+def comet_stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CometStub:
+    return install(monkeypatch, tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -118,21 +118,6 @@ def test_cd_never_revises(tiny_backend: LlamaBackend) -> None:
     assert acc.ad == pytest.approx(100.0)
 
 
-def test_ssbd_beta_zero_mostly_agrees_with_rt(tiny_backend: LlamaBackend) -> None:
-    """Lossless verification in theory; batched and one-token logits may differ, so count, do not demand."""
-    rt = run(tiny_backend, Method("rt"), make_streams())
-    ssbd = run(tiny_backend, Method("ssbd", beta=0.0), make_streams())
-    pairs = [
-        (a.output_ids, b.output_ids)
-        for x, y in zip(rt, ssbd, strict=True)
-        for a, b in zip(x.steps, y.steps, strict=True)
-    ]
-    agreement = sum(a == b for a, b in pairs) / len(pairs)
-    print(f"SSBD(beta=0) vs RT agreement on the tiny model: {agreement:.1%} of {len(pairs)} steps")
-    assert agreement >= 0.8
-    assert any(s.accepted for r in ssbd for s in r.steps)
-
-
 def test_display_only_mask_keeps_acceptance_and_lowers_display_erasure(tiny_backend: LlamaBackend) -> None:
     tok = get_tokenizer("13a")
     plain = run(tiny_backend, Method("ssbd", beta=0.2), make_streams())
@@ -231,6 +216,8 @@ def test_reopened_endings_leave_the_draft(tiny_backend: LlamaBackend) -> None:
             previous_ids = previous.output_ids[: decoder.max_output_tokens(record.source)]
             assert record.ending_tokens == decoder._ending_length(previous_ids)
             assert record.draft_tokens == len(previous_ids) - record.ending_tokens
+    # drafts that ended in sentence-final tokens did occur (the tiny model ends outputs with them)
+    assert sum(record.ending_tokens > 0 for result in results for record in result.steps) >= 2
 
 
 def test_unbiased_endings_keep_the_rest_of_the_draft(tiny_backend: LlamaBackend) -> None:
@@ -238,6 +225,7 @@ def test_unbiased_endings_keep_the_rest_of_the_draft(tiny_backend: LlamaBackend)
     for result in results:
         for record in result.steps:
             assert record.accepted >= record.draft_tokens - record.ending_tokens
+    assert sum(record.ending_tokens > 0 for result in results for record in result.steps) >= 2
 
 
 def test_resync_is_lossless_at_beta_zero(tiny_backend: LlamaBackend) -> None:

@@ -10,12 +10,14 @@ import pytest
 from simul.common.hashing import sha256_file
 from simul.common.paths import default_streams_file
 from simul.decoding import StreamDecoder, StreamResult
+from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
 from simul.metrics.quality import corpus_chrf
 from simul.request.default_model import default_model_path
 from simul.request.methods import Method
 from simul.request.templates import PRESETS
 from simul.streams.format import Stream, read_streams
+from tests.claims import check_decisions
 
 pytestmark = pytest.mark.slow
 TEMPLATE = PRESETS["fewshot"]
@@ -91,3 +93,19 @@ def test_translates_and_ssbd_behaves(gemma_backend: LlamaBackend, sample: list[S
     # Batched and one-token logits differ slightly in llama.cpp, so near-ties can flip: report, bound loosely.
     print(f"gemma-3-270m SSBD(beta=0) vs RT: {agreement:.1%} of {len(pairs)} steps identical")
     assert agreement >= 0.5
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.2])
+def test_every_kept_token_satisfies_the_biased_rule(
+    gemma_backend: LlamaBackend, sample: list[Stream], beta: float
+) -> None:
+    """Decision by decision (simul.decoding.trace): every draft token SSBD keeps satisfies the biased rule
+    against its own logits row, every one it rejects violates it, and at beta 0 every kept token is the argmax
+    of its row: SSBD(0) differs from RT only where its rows differ from RT's (batched vs one-token logits)."""
+    with tr.recording() as recorded:
+        results = run(gemma_backend, Method("ssbd", beta=beta), sample)
+    seen = check_decisions(recorded, results)
+    rejected = seen["verify rejected"] + seen["verify rejected (not the argmax)"]
+    assert seen["verify kept"] > 0 and rejected > 0, seen
+    if beta == 0.0:
+        assert seen["verify kept (not the argmax)"] == 0, seen

@@ -210,10 +210,11 @@ def test_bad_input_names_file_line_and_writes_nothing(
     assert not out.exists()  # nothing half-written
 
 
-def _refused(tmp_path: Path, path: Path, fmt: str, streams: Path, *extra: str) -> str:
+def _refused(tmp_path: Path, path: Path, fmt: str, streams: Path, *extra: str, code: int = 1) -> str:
+    """The message of an ingest that is refused with exit ``code`` (1: a file's content, 2: usage)."""
     out = tmp_path / "run"
     result = runner.invoke(app, ingest_args(fmt, path, streams, out, *extra))
-    assert result.exit_code in (1, 2), result.output
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     assert not out.exists()
     return " ".join(result.output.split())
@@ -225,7 +226,9 @@ def test_whole_file_problems_are_refused_with_the_fix(tmp_path: Path) -> None:
     unknown = tmp_path / "lecture.jsonl"
     unknown.write_bytes(SS1.read_bytes())
     assert "name it <talk id>.jsonl" in _refused(tmp_path, unknown, "simulstreaming", TALKS)
-    assert "--unit does not apply" in _refused(tmp_path, SS1, "simulstreaming", TALKS, "--unit", "word")
+    assert "--unit does not apply" in _refused(
+        tmp_path, SS1, "simulstreaming", TALKS, "--unit", "word", code=2
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "holds no .jsonl files" in _refused(tmp_path, empty, "simulstreaming", TALKS)

@@ -18,30 +18,34 @@ from simul.decoding.engine import EngineSettings
 from simul.request.methods import Method
 from simul.runs.directory import STATUS_COMPLETE, STATUS_INTERRUPTED
 from simul.runs.evaluation import EvalRequest, Interrupted, run_evaluation
-from simul.streams.format import write_streams
-from tests.helpers import SENTENCES, eval_args, lag_stream
+from simul.streams.format import read_streams
+from simul.testing.hold import HOLD_ENV, MARK_ENV
+from tests.helpers import eval_args
 
 REPO = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
 
-def test_sigterm_is_handled_like_ctrl_c(tiny_model: Path, tmp_path: Path) -> None:
-    words = " ".join(s for s, _ in SENTENCES).split()
-    many = [lag_stream(f"s{i}", " ".join(words[: 8 + i % 9]) + ".", "Die Katze.") for i in range(40)]
-    streams = tmp_path / "many.jsonl"
-    write_streams(streams, many)
+def test_sigterm_is_handled_like_ctrl_c(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    """The child waits after writing its first stream (the test-only hook simul.testing.hold), is sent SIGTERM
+    there, and keeps exactly that stream: no race with how fast the machine decodes."""
     out = tmp_path / "run"
+    mark = tmp_path / "holding"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "simul", *eval_args(tiny_model, streams, "--out", str(out))],
+        [
+            sys.executable,
+            "-m",
+            "simul",
+            *eval_args(tiny_model, streams_file, "--threads", "2", "--out", str(out)),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), HOLD_ENV: "1", MARK_ENV: str(mark)},
     )
     try:
         deadline = time.monotonic() + 300
-        steps = out / "steps.jsonl"
-        while not (steps.exists() and steps.stat().st_size > 0):  # some streams are written
+        while not mark.exists():  # the first stream is written and the child waits
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.01)
         proc.send_signal(signal.SIGTERM)
@@ -51,8 +55,26 @@ def test_sigterm_is_handled_like_ctrl_c(tiny_model: Path, tmp_path: Path) -> Non
     assert proc.returncode == 143, err
     assert "terminated (SIGTERM) after" in err and f"--resume --out {out}" in err and "Traceback" not in err
     run = json.loads((out / "run.json").read_text())
-    assert run["status"] == STATUS_INTERRUPTED and run["streams_done"] < len(many)
+    assert run["status"] == STATUS_INTERRUPTED and run["streams_done"] == 1
     assert not (out / ".lock").exists()
+
+    def decoded(run_dir: Path) -> list[tuple[str, str, int, list[int]]]:
+        lines = (run_dir / "steps.jsonl").read_text().splitlines()
+        return [(d["stream"], d["method"], d["step"], d["output_ids"]) for d in map(json.loads, lines)]
+
+    first = read_streams(streams_file)[0]
+    kept = decoded(out)
+    assert [x[:3] for x in kept] == [
+        (first.id, key, i) for key in ("rt", "ssbd-b0.2") for i in range(len(first.steps))
+    ]
+    # the resumed run decodes the other streams only and ends with what one uninterrupted run decodes
+    args = eval_args(tiny_model, streams_file, "--threads", "2")
+    resumed = runner.invoke(app, [*args, "--out", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    whole = runner.invoke(app, [*args, "--out", str(tmp_path / "whole")])
+    assert whole.exit_code == 0, whole.output
+    assert decoded(out)[: len(kept)] == kept and decoded(out) == decoded(tmp_path / "whole")
+    assert json.loads((out / "run.json").read_text())["status"] == STATUS_COMPLETE
 
 
 def test_ctrl_c_while_scoring(

@@ -219,12 +219,12 @@ def test_asr_longform_with_reference_and_yaml(tmp_path: Path) -> None:
 def test_asr_longform_refuses_audio_and_segment_selection(tmp_path: Path) -> None:
     out = tmp_path / "x.jsonl"
     code, _, stderr = run("asr", "--longform", "--audio", str(CANDIDATE), "--tgt", "de", "-o", str(out))
-    assert code != 0 and "--longform reads the recognizer's talk-level output" in stderr
+    assert code == 2 and "--longform reads the recognizer's talk-level output" in stderr
     base = ["asr", "--longform", "--partials", str(SLTEV / "kaccNlwi6lUCEM.en.OStt")]
     code, _, stderr = run(
         *base, "--source", str(SLTEV / "kaccNlwi6lUCEM.en.OSt"), "--tgt", "de", "--limit", "2", "-o", str(out)
     )
-    assert code != 0 and "do not apply with --longform" in stderr
+    assert code == 2 and "do not apply with --longform" in stderr
     assert not out.exists()
 
 
@@ -293,7 +293,7 @@ def test_text_longform_bad_doc_ids(tmp_path: Path, ids: list[str], message: str)
     src, ref, docs = write_docs(tmp_path, ids)
     out = tmp_path / "docs.jsonl"
     code, _, stderr = run(*text_args(src, ref, docs, out))
-    assert code != 0 and message in " ".join(stderr.split()), stderr
+    assert code == 1 and message in " ".join(stderr.split()), stderr
     assert not out.exists()
 
 
@@ -302,11 +302,11 @@ def test_text_longform_option_pairs(tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
     args = ["text", "--src", str(src), "--src-lang", "en", "--tgt-lang", "de", "-o", str(out)]
     code, _, stderr = run(*args, "--longform")
-    assert code != 0 and "--longform needs --doc-ids" in stderr
+    assert code == 2 and "--longform needs --doc-ids" in stderr
     code, _, stderr = run(*args, "--doc-ids", str(docs))
-    assert code != 0 and "--doc-ids only applies with --longform" in stderr
+    assert code == 2 and "--doc-ids only applies with --longform" in stderr
     code, _, stderr = run(*text_args(src, ref, docs, out, "--limit", "2"))
-    assert code != 0 and "leave them out with --longform" in stderr
+    assert code == 2 and "leave them out with --longform" in stderr
     assert not out.exists()
 
 
@@ -329,7 +329,7 @@ def test_partials_going_backwards_are_refused(tmp_path: Path) -> None:
         "-o",
         str(out),
     )
-    assert code != 0 and ":5: emission time goes backwards" in stderr
+    assert code == 1 and ":5: emission time goes backwards" in stderr
     assert not out.exists()
 
 
@@ -357,7 +357,7 @@ def test_overlapping_segments(tmp_path: Path) -> None:
     code, _, stderr = run("acl6060", "--longform", "--data-dir", str(big), "-o", str(bad))
     message = " ".join(stderr.split())
     assert (
-        code != 0
+        code == 1
         and "segment acl6060-dev-2 (line 2) starts at 3.959 s, before segment acl6060-dev-1" in message
     )
     assert "fix the offsets and durations in the segment YAML" in message
@@ -398,7 +398,7 @@ def test_talks_over_the_reader_limits(
     out = tmp_path / "t.jsonl"
     code, _, stderr = run("acl6060", "--longform", "-o", str(out))
     text = " ".join(stderr.split())
-    assert code != 0 and message in text and env in text, stderr
+    assert code == 1 and message in text and env in text, stderr
     assert not out.exists()
 
 
@@ -411,9 +411,9 @@ def test_longform_option_conflicts(tmp_path: Path) -> None:
         (["--partials", str(CANDIDATE), "--limit", "3"], "--limit cuts simulated talks only"),
     ):
         code, _, stderr = run("acl6060", "--longform", *extra, "-o", str(out))
-        assert code != 0 and message in " ".join(stderr.split()), (extra, stderr)
+        assert code == 2 and message in " ".join(stderr.split()), (extra, stderr)
     code, _, stderr = run("acl6060", "--simulate", "--talk", TALK, "-o", str(out))
-    assert code != 0 and "--talk only applies with --longform" in stderr
+    assert code == 2 and "--talk only applies with --longform" in stderr
     assert not out.exists()
 
 
@@ -453,15 +453,15 @@ def test_show_scrolls_a_talk() -> None:
     code, _, stderr = run("show", str(SIMULATED_FIXTURE), "--segments")
     assert code == 0 and "reference segments" in stderr and "Hallo, ich bin Jiawei Zhou" in stderr
     code, _, stderr = run("show", str(SIMULATED_FIXTURE), "--from", "9999")
-    assert code != 0 and "--from/--to must pick steps within 0.." in stderr
+    assert code == 2 and "--from/--to must pick steps within 0.." in stderr
 
 
 def test_show_options_for_short_form_only_refused() -> None:
     flores = STREAMS / "flores200-devtest-en-de-lag3.jsonl"
     code, _, stderr = run("show", str(flores), "--id", "flores200-devtest-1", "--from", "1")
-    assert code != 0 and "apply to long-form streams only" in stderr
+    assert code == 2 and "apply to long-form streams only" in stderr
     code, _, stderr = run("show", str(flores))
-    assert code != 0 and "pick one with --id" in stderr
+    assert code == 2 and "pick one with --id" in stderr
 
 
 def test_fixtures_round_trip_byte_exact(tmp_path: Path) -> None:
@@ -563,5 +563,5 @@ def test_two_talks_of_the_release_layout(tmp_path: Path) -> None:
         *args[:-1],
         str(none),
     )
-    assert code != 0 and "cover none of the selected talks" in " ".join(stderr.split())
+    assert code == 1 and "cover none of the selected talks" in " ".join(stderr.split())
     assert not none.exists()

@@ -190,7 +190,7 @@ def bench_table(
         table.caption += "\n" + calibration_line(costs)
     for note in (timing.threads_note, timing.note()) if timing is not None else ():
         if note:
-            table.caption += "\n" + note
+            table.caption += "\n" + markup(note, newlines=False)
     return table
 
 

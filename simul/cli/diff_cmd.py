@@ -93,7 +93,7 @@ def render_table(comparison: Comparison) -> list[Table]:
                 f"[{style}]{row.verdict}[/]" if style else row.verdict,
             )
         streams = method.streams
-        caption = timing_lines(method)
+        caption = [markup(line, newlines=False) for line in timing_lines(method)]
         if streams:
             worst = ", ".join(
                 f"{markup(w['stream'], newlines=False)} ({w['chrf_delta']:+.1f})" for w in streams["worst"]
@@ -136,7 +136,7 @@ def render_markdown(comparison: Comparison) -> str:
                 f"{_value(row.new, row.new_unreliable)} | {_delta(row)} | "
                 f"{_threshold(row)} | {_noise(row)} | {verdict} |"
             )
-        lines += [f"\n> {line}" for line in timing_lines(method)]
+        lines += [f"\n> {_md(line)}" for line in timing_lines(method)]
         streams = method.streams
         if streams:
             lines += [

@@ -29,16 +29,17 @@ from simul.cli.common import (
     handle_errors,
     print_json,
 )
+from simul.cli.ignored import eval_method_options, refuse
 from simul.cli.running import engine_settings
 from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
 from simul.decoding.longform import WindowPolicy
 from simul.machine.cpu_usage import TimingNotes
-from simul.metrics.comet import DEFAULT_COMET_MODEL
+from simul.metrics.comet import DEFAULT_COMET_MODEL, NO_COMET
 from simul.metrics.scoring import DEFAULT_RESEGMENT
 from simul.reports.tables import methods_table, reference_note, units_caption
-from simul.request.methods import methods_for
+from simul.request.methods import DEFAULT_BETA, methods_for
 from simul.runs.evaluation import EvalOutcome, EvalRequest, summary_json
 from simul.streams.references import references_caption
 
@@ -114,16 +115,18 @@ def register(app: typer.Typer) -> None:
             typer.Option("--streams", help="Stream file (JSONL). Default: the shipped FLORES en->de sample."),
         ] = None,
         method: Annotated[str, typer.Option(help="Decoding method: rt, ssbd or cd.")] = "ssbd",
-        beta: Annotated[float, typer.Option(help="SSBD bias toward the draft, 0..1.")] = 0.2,
+        beta: Annotated[
+            float | None, typer.Option(help=f"SSBD bias toward the draft, 0..1 (default {DEFAULT_BETA:g}).")
+        ] = None,
         mask_k: Annotated[
             int, typer.Option("--mask-k", help="Hide the last k tokens at non-final steps.")
         ] = 0,
         mask: Annotated[
-            str,
+            str | None,
             typer.Option(
-                help="display: hide them from the viewer only; output: also drop them from the draft."
+                help="display (default): hide them from the viewer only; output: also from the next draft."
             ),
-        ] = "display",
+        ] = None,
         ending: Annotated[
             str,
             typer.Option(
@@ -153,8 +156,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "mask",
         agreement: Annotated[
-            int, typer.Option(help="n of LocalAgreement-n (with --display local-agreement).")
-        ] = 2,
+            int | None,
+            typer.Option(help="n of LocalAgreement-n (with --display local-agreement; default 2)."),
+        ] = None,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
@@ -175,7 +179,7 @@ def register(app: typer.Typer) -> None:
         overwrite: OverwriteOpt = False,
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
         resegment: ResegmentOpt = DEFAULT_RESEGMENT,
-        comet_batch_size: Annotated[int, typer.Option(help="COMET batch size.")] = 16,
+        comet_batch_size: Annotated[int | None, typer.Option(help="COMET batch size (default 16).")] = None,
         require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
         ne_tokenizer: NeTokenizerOpt = "auto",
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
@@ -183,10 +187,33 @@ def register(app: typer.Typer) -> None:
         scale: Scaling = NO_SCALING,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
+        refuse(
+            eval_method_options(
+                method,
+                beta=beta,
+                mask=mask,
+                mask_k=mask_k,
+                display=display,
+                agreement=agreement,
+                fuse=fuse,
+                verify_chunk=verify_chunk,
+            )
+        )
+        if comet_batch_size is not None and comet_model.strip().lower() in NO_COMET:
+            err_console.print("[yellow]warning:[/] --comet-batch-size does nothing with --comet-model none")
         request = EvalRequest(
             streams_path=streams or default_streams_file(),
             methods=methods_for(
-                method, beta, mask_k, mask, baseline, ending, resync, target_bias_beta, display, agreement
+                method,
+                DEFAULT_BETA if beta is None else beta,
+                mask_k,
+                mask or "display",
+                baseline,
+                ending,
+                resync,
+                target_bias_beta,
+                display,
+                2 if agreement is None else agreement,
             ),
             engine=engine_settings(
                 model,
@@ -205,7 +232,7 @@ def register(app: typer.Typer) -> None:
             overwrite=overwrite,
             ne_tokenizer=ne_tokenizer,
             comet_model=comet_model,
-            comet_batch_size=comet_batch_size,
+            comet_batch_size=16 if comet_batch_size is None else comet_batch_size,
             require_comet=require_comet,
             resegment=check_resegment(resegment),
         )

@@ -27,6 +27,7 @@ from simul.cli.common import (
     handle_errors,
     print_json,
 )
+from simul.cli.ignored import refuse, sweep_mask_options
 from simul.cli.running import engine_settings
 from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
@@ -36,6 +37,7 @@ from simul.decoding.longform import WindowPolicy
 from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
+from simul.request.methods import DEFAULT_BETA
 from simul.request.sweep import (
     parse_floats,
     parse_ints,
@@ -80,8 +82,8 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--mask-k", help="mask-k values, comma-separated (0: none).")
         ] = "0,3,5",
         mask: Annotated[
-            str, typer.Option(help="Mask modes to sweep: display and/or output.")
-        ] = "display,output",
+            str | None, typer.Option(help="Mask modes to sweep: display and/or output (default: both).")
+        ] = None,
         local_agreement: Annotated[
             str,
             typer.Option(
@@ -89,7 +91,10 @@ def register(app: typer.Typer) -> None:
                 help="n values of LocalAgreement-n display rows at --mask-beta, comma-separated (0: none).",
             ),
         ] = "0",
-        mask_beta: Annotated[float, typer.Option(help="The SSBD bias used for the mask-k table.")] = 0.2,
+        mask_beta: Annotated[
+            float | None,
+            typer.Option(help=f"The SSBD bias used for the mask-k table (default {DEFAULT_BETA:g})."),
+        ] = None,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
         streams: Annotated[
             Path | None, typer.Option(help="Stream file. Default: the shipped sample.")
@@ -119,8 +124,10 @@ def register(app: typer.Typer) -> None:
         if any(not 0 <= b <= 1 for b in betas):
             raise UsageError("--beta values must be between 0 and 1")
         ks = parse_ints(mask_k, "--mask-k")
-        masks = parse_masks(mask)
+        masks = parse_masks("display,output" if mask is None else mask)
         agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
+        refuse(sweep_mask_options(mask, mask_beta, ks, agreements))
+        mask_beta = DEFAULT_BETA if mask_beta is None else mask_beta
         methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
         request = EvalRequest(
             streams_path=streams or default_streams_file(),

@@ -33,6 +33,7 @@ import numpy as np
 from simul.common.errors import SimulError
 from simul.common.languages import get_language
 from simul.common.text import complete_prefix, decode_text
+from simul.decoding import trace
 from simul.decoding.acceptance import accepts
 from simul.decoding.backend import ContextOverflowError, LlamaBackend, Logits
 from simul.decoding.backend.sequence import KVSequence
@@ -208,6 +209,8 @@ class StreamDecoder:
             )
         draft = list(draft[:max_len])
         gen = _Generation(max_len=max_len)
+        if trace.current is not None:
+            gen.where = (stream.id, index, method.key)
         unbiased_from = len(draft)
         if draft and not step.final and method.ending != "keep":
             ending = self._ending_length(draft)
@@ -327,10 +330,18 @@ class StreamDecoder:
         def bias(i: int) -> float:
             return beta if i < unbiased_from else 0.0
 
+        def check(i: int, row: Logits | None) -> bool:
+            """Is draft[i] kept? ``row`` is p_i; positions before ``certain`` are kept without one."""
+            token = draft[i]
+            kept = i < certain or accepts(cast(Logits, row), token, bias(i))
+            if trace.current is not None:
+                trace.record(trace.VERIFY, gen.where, None if i < certain else row, token, bias(i), kept)
+            return kept
+
         row = first
         pos = 0  # draft[:pos] is accepted and in the cache; ``row`` (when known) is p_pos
         while pos < m:
-            if row is not None and pos >= certain and not accepts(row, draft[pos], bias(pos)):
+            if row is not None and not check(pos, row):
                 return pos, row
             part = draft[pos : pos + chunk]
             head = list(lead) if pos == 0 else []
@@ -348,7 +359,7 @@ class StreamDecoder:
                 return cast(Logits, rows[i - i0])
 
             for i in range(pos if head else pos + 1, end):
-                if i >= certain and not accepts(p(i), draft[i], bias(i)):
+                if not check(i, p(i) if i >= certain else None):
                     self._truncate(seq, len(seq.cache) - (end - i))
                     return i, p(i)
             pos = end
@@ -411,14 +422,22 @@ class StreamDecoder:
         output = gen.output
         while True:
             token = int(np.argmax(row))
+            picked = True  # the token is the argmax (not a target-biased one)
             if target is not None and biased is not None:
                 if biased < 0:
                     biased = 0
-                elif accepts(row, target[biased], target_beta):
-                    token = target[biased]
-                    biased = biased + 1 if biased + 1 < len(target) else None
                 else:
-                    biased = None
+                    kept = accepts(row, target[biased], target_beta)
+                    if trace.current is not None:
+                        trace.record(trace.TARGET, gen.where, row, target[biased], target_beta, kept)
+                    if kept:
+                        token = target[biased]
+                        picked = False
+                        biased = biased + 1 if biased + 1 < len(target) else None
+                    else:
+                        biased = None
+            if picked and trace.current is not None:
+                trace.record(trace.GREEDY, gen.where, row, token, 0.0, True)
             stop = self._stop_reason(token)
             if stop:
                 gen.stop = stop
@@ -454,6 +473,7 @@ class _Generation:
     """The output of one step as it is built."""
 
     max_len: int
+    where: trace.Where | None = None  # for the decision trace, only while one is recorded
     output: list[int] = field(default_factory=list)
     accepted: int = 0
     stop: str = ""

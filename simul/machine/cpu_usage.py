@@ -253,14 +253,20 @@ class TimingNotes:
         environment = run.get("environment")
         usage = environment.get("cpu_usage") if isinstance(environment, dict) else None
         usage = usage if isinstance(usage, dict) else {}
+        # Only what the schema (simul.runs.schema) allows reaches the words printed from here: a whole number
+        # of threads, and the records of the run's own methods (whose keys simul made).
         threads = usage.get("threads")
+        threads = (
+            threads if isinstance(threads, int) and not isinstance(threads, bool) and threads > 0 else None
+        )
         records = usage.get("methods")
+        methods = [Method.from_json(m) for m in (run.get("config") or {}).get("methods", [])]
+        known = {m.key for m in methods}
         unreliable = {
             key: describe(record, threads)
             for key, record in (records.items() if isinstance(records, dict) else ())
-            if isinstance(record, dict) and record.get("reliable") is False
+            if key in known and isinstance(record, dict) and record.get("reliable") is False
         }
-        methods = [Method.from_json(m) for m in (run.get("config") or {}).get("methods", [])]
         # As in metrics.compute: the speedups are relative to RT without mask-k, else to any RT.
         rts = [m for m in methods if m.name == "rt"]
         rt = next((m for m in rts if not m.mask_k), rts[0] if rts else None)

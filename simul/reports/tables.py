@@ -56,6 +56,7 @@ def methods_table(
         columns = LONGFORM_COLUMNS
     for note in (timing.threads_note, timing.note()) if timing is not None else ():
         if note:
+            note = markup(note, newlines=False)
             caption = f"{caption}\n{note}" if caption else note
     degenerate = degeneracy_note(methods)
     if degenerate:

@@ -8,6 +8,8 @@ from typing import Any
 
 from simul.request.method_settings import EXTERNAL, MethodSettings
 
+DEFAULT_BETA = 0.2  # SSBD's bias when none is given (the paper's)
+
 
 @dataclass(frozen=True)
 class Method(MethodSettings):

@@ -37,6 +37,7 @@ from simul.runs.lock import locked_run_dir
 from simul.runs.shard import Shard, ShardSelection, select, shard_config
 from simul.streams.format import Stream, read_streams
 from simul.streams.references import reference_summary, testset_summary
+from simul.testing.hold import hold, hold_after
 
 # Why a shard run has no COMET: it is computed once, over all streams, when the shards are merged.
 COMET_AT_MERGE = "deferred: COMET is computed by `simul merge` over all shards"
@@ -336,6 +337,7 @@ class _Decoding:
             progress(self.finished, self.total)
         self.rate = Throughput(parallel=engine.backend.n_seq)
         run["throughput"] = self.rate.to_json()
+        self.hold_after = hold_after()  # tests only (simul.testing.hold); None in real runs
 
     def _open_run_dir(self, streams: list[Stream]) -> set[str]:
         """Create or resume the run directory, if any; the ids of the streams it already holds."""
@@ -371,6 +373,8 @@ class _Decoding:
         self.finished += 1
         if self.progress:
             self.progress(self.finished, self.total)
+        if self.finished == self.hold_after:
+            hold(self.finished)
 
     def decode(self, engine: Engine, ne_tok: str) -> None:
         """Decode the streams not done yet; on Ctrl-C save the run as interrupted and raise

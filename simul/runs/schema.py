@@ -215,10 +215,56 @@ def check_run_json(run: dict[str, Any], run_file: Path) -> None:
         for key in ("signatures", "environment", "tool", "throughput", "comet"):
             if key in run:
                 _object(run, key, where)
+        if "cpu_usage" in run.get("environment", {}):
+            _check_cpu_usage(run["environment"]["cpu_usage"], f"{where}: field 'environment.cpu_usage")
         if "methods" in run:
             _check_rows(run["methods"], where, keys)
     except SimulError as exc:
         raise SimulError(f"{exc}; {hint}") from None
+
+
+# environment.cpu_usage.methods.<key>: the fields simul.machine.cpu_usage writes and reads back, each a
+# number (counts whole), null where the record allows it.
+_CPU_NUMBERS = {
+    "calls": (_count, False),
+    "wall_seconds": (_seconds, False),
+    "cpu_seconds": (_seconds, False),
+    "runqueue_seconds": (_seconds, True),
+    "load1_mean": (_seconds, True),
+    "load1_max": (_seconds, True),
+    "cpu_per_wall": (_seconds, True),
+    "cpu_share": (_seconds, True),
+}
+
+
+def _check_cpu_usage(usage: Any, field: str) -> None:
+    """The CPU record of run.json (``field`` is its name, with an open quote): an object whose ``threads``
+    is a whole number >= 1 and whose ``methods`` map names to records of numbers (simul.machine.cpu_usage);
+    `score` and `diff` print from it and `eval --resume` continues its sums."""
+    if not isinstance(usage, dict):
+        raise SimulError(f"{field}' must be an object")
+    threads = usage.get("threads")
+    if threads is not None and not (_count(threads) and threads >= 1):
+        raise SimulError(f"{field}.threads' must be a whole number >= 1")
+    if "min_share" in usage and not _seconds(usage["min_share"]):
+        raise SimulError(f"{field}.min_share' must be a number >= 0")
+    records = usage.get("methods", {})
+    if not isinstance(records, dict):
+        raise SimulError(f"{field}.methods' must be an object")
+    for key, record in records.items():
+        at = f"{field}.methods.{excerpt(key)}"
+        if not isinstance(record, dict):
+            raise SimulError(f"{at}' must be an object")
+        for name, (check, nullable) in _CPU_NUMBERS.items():
+            value = record.get(name)
+            if not (
+                (value is None and (nullable or name not in record)) or (value is not None and check(value))
+            ):
+                raise SimulError(f"{at}.{name}' must be a number >= 0{' or null' if nullable else ''}")
+        if "reliable" in record and not isinstance(record["reliable"], bool):
+            raise SimulError(f"{at}.reliable' must be true or false")
+        if "basis" in record and not isinstance(record["basis"], str):
+            raise SimulError(f"{at}.basis' must be a string")
 
 
 def method_from_json(obj: Any, where: str) -> Method:

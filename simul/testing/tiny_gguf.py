@@ -1,21 +1,24 @@
-"""Build a tiny ``llama``-architecture GGUF model with random weights for fast decoding tests.
+"""Build a tiny ``llama``-architecture GGUF model for fast decoding tests and the CI regression check.
 
-Tests of the decoding machinery (re-translation, SSBD, KV-cache truncation, stopping rules) do not
-need a real translation model, only *some* model that llama.cpp loads quickly and that produces
-deterministic, varied output. This module writes such a model (under 1 MB) in milliseconds:
+Tests of the decoding machinery (re-translation, SSBD, KV-cache truncation, stopping rules) do not need a real
+translation model, only *some* model that llama.cpp loads quickly and that produces deterministic, varied
+output. This module writes such a model (under 1 MB) in milliseconds:
 
 * a SentencePiece-style ("llama") tokenizer with ``<unk>``/``<s>``/``</s>``, the 256 byte-fallback
   tokens ``<0x00>``..``<0xFF>`` and a few hundred English/German pieces, so that any UTF-8 text
   tokenizes (via byte fallback) and detokenizes back exactly, and prompts such as
   ``"English: The cat sat.\\nGerman:"`` tokenize compactly;
-* float32 weights drawn from a seeded :func:`numpy.random.default_rng`, scaled so that greedy
-  decoding wanders over the vocabulary instead of repeating one token, with the newline byte token
-  and EOS reachable but not dominant. The output is gibberish, but the same seed always gives a
-  byte-identical file and hence identical generations.
+* float32 weights of one of two designs. ``codes`` (the default; simul.testing.code_machine) decides every
+  next token from two token codes with a logit margin of more than one logit, so that its outputs are the
+  same on every CPU family, thread count and batch size (llama.cpp's kernels differ by about 1e-3 there);
+  outputs end with EOS after sentence-final pieces or at a newline, and change from step to step.
+  ``random`` draws the weights from a seeded :func:`numpy.random.default_rng`, scaled so that greedy
+  decoding wanders over the vocabulary (the model before issue 31; its near-ties flip with the machine).
+  The output is gibberish, but the same seed always gives a byte-identical file.
 
 Usage from the command line::
 
-    python -m simul.testing.tiny_gguf OUT.gguf [--seed N]
+    python -m simul.testing.tiny_gguf OUT.gguf [--seed N] [--design codes|random]
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MODEL_NAME", "build_tiny_gguf", "main", "tiny_vocab"]
+from simul.decoding.drafts import is_ending_piece
+from simul.testing.code_machine import CodeMachine
+from simul.testing.code_machine import draw as draw_machine
+from simul.testing.code_machine import weights as machine_weights
+
+__all__ = ["DESIGNS", "MODEL_NAME", "build_tiny_gguf", "code_machine", "main", "tiny_vocab"]
 
 MODEL_NAME = "simul-tiny-test"
 
@@ -72,6 +80,9 @@ _BARE_WORDS = _words("""
 The A It This He She We They I In What Hello Der Die Das Ein Eine Es Ich Wir Sie Hallo
 English German Chinese Japanese French
 """)
+
+# The words of the few-shot template (simul.request.templates) that the tiny vocabulary has as pieces.
+_TEMPLATE_WORDS = frozenset(["English", "German", "Chinese", "Japanese", "French", ":", "\n"])
 
 _LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
 _EXTRA_LETTERS = ["ä", "ö", "ü", "ß", "Ä", "Ö", "Ü", "é", "è", "à"]
@@ -161,6 +172,60 @@ def _output_matrix(rng: np.random.Generator, n_vocab: int, n_embd: int) -> npt.N
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
+DESIGNS = ("codes", "random")
+_DESCRIPTIONS = {
+    "codes": "Code-machine test model (wide logit margins) written by simul.testing.tiny_gguf",
+    "random": "Random-weight test model written by simul.testing.tiny_gguf",
+}
+
+
+def _random_weights(
+    rng: np.random.Generator, n_vocab: int, n_layer: int, n_embd: int, n_head: int, n_ff: int
+) -> dict[str, npt.NDArray[np.float32]]:
+    """The ``random`` design: seeded random weights (greedy choices often sit near ties; see code_machine)."""
+    head_dim = n_embd // n_head
+    # numpy shapes are (rows, cols) = (out_features, in_features). Scales: unit-variance embeddings; attention
+    # projections a bit "hot" so attention is selective and the continuation depends on context;
+    # attention/FFN outputs comparable to the embedding so no single path dominates.
+    in_std = 1.0 / np.sqrt(n_embd)
+    tensors = {"token_embd.weight": _normal(rng, (n_vocab, n_embd), 1.0)}
+    for layer in range(n_layer):
+        prefix = f"blk.{layer}"
+        tensors[f"{prefix}.attn_norm.weight"] = np.ones(n_embd, dtype=np.float32)
+        tensors[f"{prefix}.attn_q.weight"] = _normal(rng, (n_head * head_dim, n_embd), 2.0 * in_std)
+        tensors[f"{prefix}.attn_k.weight"] = _normal(rng, (n_head * head_dim, n_embd), 2.0 * in_std)
+        tensors[f"{prefix}.attn_v.weight"] = _normal(rng, (n_head * head_dim, n_embd), in_std)
+        tensors[f"{prefix}.attn_output.weight"] = _normal(rng, (n_embd, n_head * head_dim), in_std)
+        tensors[f"{prefix}.ffn_norm.weight"] = np.ones(n_embd, dtype=np.float32)
+        tensors[f"{prefix}.ffn_gate.weight"] = _normal(rng, (n_ff, n_embd), in_std)
+        tensors[f"{prefix}.ffn_up.weight"] = _normal(rng, (n_ff, n_embd), in_std)
+        tensors[f"{prefix}.ffn_down.weight"] = _normal(rng, (n_embd, n_ff), 2.0 / np.sqrt(n_ff))
+    tensors["output_norm.weight"] = np.ones(n_embd, dtype=np.float32)
+    tensors["output.weight"] = _output_matrix(rng, n_vocab, n_embd)
+    return tensors
+
+
+def code_machine(seed: int = 0, n_embd: int = 64) -> CodeMachine:
+    """The ``codes`` design drawn for ``seed`` (what build_tiny_gguf writes): codes, output rows, scales."""
+    tokens, _, types = tiny_vocab()
+    normal = [i for i, kind in enumerate(types) if kind == int(gguf.TokenType.NORMAL)]
+    endings = [i for i in normal if is_ending_piece(tokens[i].replace(_SPACE, " ").encode())]
+    # the few-shot template's own words never stop the output
+    plain = [i for i in normal if tokens[i].lstrip(_SPACE) in _TEMPLATE_WORDS] + [
+        _byte_token_id(NEWLINE_BYTE)
+    ]
+    return draw_machine(
+        np.random.default_rng(seed),
+        n_vocab=len(tokens),
+        candidates=normal,
+        endings=endings,
+        plain=plain,
+        eos_id=EOS_ID,
+        newline_id=_byte_token_id(NEWLINE_BYTE),
+        n_embd=n_embd,
+    )
+
+
 def build_tiny_gguf(
     path: pathlib.Path,
     seed: int = 0,
@@ -169,26 +234,34 @@ def build_tiny_gguf(
     n_head: int = 4,
     n_ff: int = 128,
     n_ctx_train: int = 4096,
+    design: str = "codes",
 ) -> pathlib.Path:
-    """Write a tiny random-weight ``llama`` GGUF model to ``path`` and return ``path``.
+    """Write a tiny ``llama`` GGUF model to ``path`` and return ``path``.
 
-    All weights are float32 and drawn from ``numpy.random.default_rng(seed)``, so the same arguments
-    always produce a byte-identical file. ``n_embd`` must be divisible by ``n_head`` and the head
+    ``design`` ``codes`` (the default) is simul.testing.code_machine: every greedy choice has a wide logit
+    margin, so outputs are the same on every CPU family and thread count. ``random`` draws every weight from
+    ``numpy.random.default_rng(seed)`` (near-ties flip with the machine). All weights are float32 and the same
+    arguments always produce a byte-identical file. ``n_embd`` must be divisible by ``n_head`` and the head
     size must be even (RoPE rotates pairs of dimensions).
     """
     if n_layer < 1 or n_embd < 2 or n_head < 1 or n_ff < 1 or n_ctx_train < 1:
         raise ValueError("n_layer, n_embd, n_head, n_ff and n_ctx_train must be positive")
     if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
         raise ValueError(f"n_embd={n_embd} must split into {n_head} heads of even size")
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
     path = pathlib.Path(path)
     head_dim = n_embd // n_head
     tokens, scores, types = tiny_vocab()
     n_vocab = len(tokens)
-    rng = np.random.default_rng(seed)
+    if design == "codes":
+        tensors = machine_weights(code_machine(seed, n_embd), n_embd, n_head, n_layer, n_ff)
+    else:
+        tensors = _random_weights(np.random.default_rng(seed), n_vocab, n_layer, n_embd, n_head, n_ff)
 
     writer = gguf.GGUFWriter(path, "llama")
     writer.add_name(MODEL_NAME)
-    writer.add_description("Random-weight test model written by simul.testing.tiny_gguf")
+    writer.add_description(_DESCRIPTIONS[design])
     writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
     writer.add_vocab_size(n_vocab)
     writer.add_context_length(n_ctx_train)
@@ -212,26 +285,10 @@ def build_tiny_gguf(
     writer.add_add_eos_token(False)
     writer.add_add_space_prefix(False)
 
-    # numpy shapes are (rows, cols) = (out_features, in_features); GGUF stores them reversed, which
-    # is exactly llama.cpp's {n_in, n_out} layout. Scales: unit-variance embeddings; attention
-    # projections a bit "hot" so attention is selective and the continuation depends on context;
-    # attention/FFN outputs comparable to the embedding so no single path dominates.
-    in_std = 1.0 / np.sqrt(n_embd)
-    writer.add_tensor("token_embd.weight", _normal(rng, (n_vocab, n_embd), 1.0))
-    for layer in range(n_layer):
-        prefix = f"blk.{layer}"
-        writer.add_tensor(f"{prefix}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{prefix}.attn_q.weight", _normal(rng, (n_head * head_dim, n_embd), 2.0 * in_std))
-        writer.add_tensor(f"{prefix}.attn_k.weight", _normal(rng, (n_head * head_dim, n_embd), 2.0 * in_std))
-        writer.add_tensor(f"{prefix}.attn_v.weight", _normal(rng, (n_head * head_dim, n_embd), in_std))
-        writer.add_tensor(f"{prefix}.attn_output.weight", _normal(rng, (n_embd, n_head * head_dim), in_std))
-        writer.add_tensor(f"{prefix}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{prefix}.ffn_gate.weight", _normal(rng, (n_ff, n_embd), in_std))
-        writer.add_tensor(f"{prefix}.ffn_up.weight", _normal(rng, (n_ff, n_embd), in_std))
-        writer.add_tensor(f"{prefix}.ffn_down.weight", _normal(rng, (n_embd, n_ff), 2.0 / np.sqrt(n_ff)))
-    writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
-    writer.add_tensor("output.weight", _output_matrix(rng, n_vocab, n_embd))
-
+    # numpy shapes are (rows, cols) = (out_features, in_features); GGUF stores them reversed, which is exactly
+    # llama.cpp's {n_in, n_out} layout.
+    for name, values in tensors.items():
+        writer.add_tensor(name, values)
     try:
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
@@ -242,18 +299,21 @@ def build_tiny_gguf(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point: ``python -m simul.testing.tiny_gguf OUT.gguf [--seed N]``."""
+    """Command-line entry point: ``python -m simul.testing.tiny_gguf OUT.gguf [--seed N] [--design D]``."""
     parser = argparse.ArgumentParser(
         prog="python -m simul.testing.tiny_gguf",
-        description="Write a tiny random-weight llama GGUF model for fast decoding tests.",
+        description="Write a tiny llama GGUF model for fast decoding tests.",
     )
     parser.add_argument("out", type=pathlib.Path, help="output .gguf path")
     parser.add_argument("--seed", type=int, default=0, help="RNG seed (default: 0)")
+    parser.add_argument(
+        "--design", choices=DESIGNS, default="codes", help="codes (wide logit margins, default) or random"
+    )
     args = parser.parse_args(argv)
     out: pathlib.Path = args.out
     if out.parent != pathlib.Path():
         out.parent.mkdir(parents=True, exist_ok=True)
-    written = build_tiny_gguf(out, seed=args.seed)
+    written = build_tiny_gguf(out, seed=args.seed, design=args.design)
     print(written)
     return 0
 

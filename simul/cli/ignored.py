@@ -1,0 +1,70 @@
+"""Options that the chosen method ignores are refused, never silently dropped (issue 31).
+
+An option typed on the command line that changes nothing (``--beta`` with ``--method rt``) means the user
+expects an effect that will not happen, and a run that reads as if it did. These checks name every such
+option, what it needs and how to fix the command: a usage error (exit 2) before any work. The options they
+look at default to None on the command line, so that "given" and "left at its default" can be told apart.
+"""
+
+from __future__ import annotations
+
+from simul.common.errors import UsageError
+
+
+def refuse(problems: list[str]) -> None:
+    """Raise one usage error naming every ignored option (nothing when the list is empty)."""
+    if problems:
+        raise UsageError("; ".join(problems))
+
+
+def eval_method_options(
+    method: str,
+    *,
+    beta: float | None,
+    mask: str | None,
+    mask_k: int,
+    display: str,
+    agreement: int | None,
+    fuse: bool,
+    verify_chunk: int,
+) -> list[str]:
+    """What `simul eval` would ignore for ``--method method``: SSBD's bias on RT or CD, a mask mode without
+    --mask-k, LocalAgreement's n under another display, fusing or chunking a verification that never runs."""
+    problems: list[str] = []
+    drafts = {"rt": "has no draft", "cd": "keeps its draft unverified"}
+    if beta is not None and method in drafts:
+        problems.append(
+            f"--beta is SSBD's bias toward its draft, and --method {method} {drafts[method]}: "
+            "drop --beta, or pass --method ssbd"
+        )
+    if mask is not None and mask_k == 0:
+        problems.append(
+            f"--mask {mask} says where --mask-k's tokens are hidden, and --mask-k is 0: give --mask-k"
+        )
+    if agreement is not None and display != "local-agreement":
+        problems.append(
+            f"--agreement is the n of --display local-agreement, and the display is {display}: "
+            "pass --display local-agreement, or drop --agreement"
+        )
+    if fuse and method == "rt":
+        problems.append("--fuse evaluates the prompt and the draft in one pass, and --method rt has no draft")
+    if verify_chunk > 0 and method in drafts:
+        problems.append(f"--verify-chunk cuts SSBD's verification, and --method {method} {drafts[method]}")
+    return problems
+
+
+def sweep_mask_options(
+    mask: str | None, mask_beta: float | None, mask_ks: list[int], agreements: list[int]
+) -> list[str]:
+    """What `simul sweep` would ignore: the mask modes without a mask-k above 0, and the mask-k table's beta
+    without a mask-k or LocalAgreement row to decode with it."""
+    problems: list[str] = []
+    masked = any(k > 0 for k in mask_ks)
+    if mask is not None and not masked:
+        problems.append("--mask sets the modes of --mask-k, and --mask-k has no value above 0: give one")
+    if mask_beta is not None and not masked and not agreements:
+        problems.append(
+            "--mask-beta is the bias of the mask-k table (Table 4), and there is none: give --mask-k "
+            "values above 0 or --local-agreement, or drop --mask-beta"
+        )
+    return problems
