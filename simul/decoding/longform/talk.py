@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from simul.common.languages import get_language
+from simul.common.sequences import common_prefix_length
 from simul.decoding.display.local_agreement import local_agreement
 from simul.decoding.display.mask import hide_last
 from simul.decoding.longform.policy import WindowPolicy, window_updates
 from simul.decoding.passes import Passes
 from simul.decoding.records import StepRecord, StreamResult
-from simul.metrics.erasure import common_prefix_length
 from simul.streams.format import Step, Stream, join_texts
 
 if TYPE_CHECKING:
