@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from simul.cli import app
 from simul.decoding.backend import LlamaBackend
 from simul.machine.calibration import MAX_SLOWDOWN, MIN_THREAD_GAIN, PassCosts, calibrate, run_slowdown
-from simul.machine.cpu_usage import TimingNotes, pass_cost_reasons
 from simul.metrics.speed import modelled_speedup
 from simul.reports.run_conditions import wait_policy_difference
+from simul.reports.timing_notes import TimingNotes, pass_cost_reasons
 from simul.request.methods import Method
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams

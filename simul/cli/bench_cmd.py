@@ -43,9 +43,9 @@ from simul.common.safe_text import markup
 from simul.decoding.longform import WindowPolicy
 from simul.decoding.records import StreamResult
 from simul.machine.calibration import PassCosts
-from simul.machine.cpu_usage import MARK, TimingNotes
 from simul.reports.agreement import agreement
 from simul.reports.tables import fmt
+from simul.reports.timing_notes import MARK, TimingNotes
 from simul.request.methods import Method
 from simul.runs.evaluation import EvalOutcome, EvalRequest
 from simul.runs.side_by_side import LaneRecord
