@@ -13,9 +13,9 @@ from typing import Any
 from simul import __version__
 from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
-from simul.decoding import StepRecord, StreamResult
 from simul.decoding.backend import ContextOverflowError
 from simul.decoding.engine import Engine, EngineSettings
+from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock, openmp
 from simul.machine.cpu_usage import CpuMeter
 from simul.machine.environment import environment, now
