@@ -104,3 +104,17 @@ def test_a_typo_is_matched_against_every_command() -> None:
     result = runner.invoke(app, ["evl"])
     assert result.exit_code == 2
     assert "No such command 'evl'. Did you mean 'eval'?" in result.output
+
+
+def test_the_records_load_nothing_else_of_decoding() -> None:
+    code = "import sys, simul.decoding.records\nprint('\\n'.join(sorted(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    modules = set(done.stdout.split())
+    assert "simul.decoding.records" in modules
+    assert sorted(m for m in modules if m.startswith("simul.decoding")) == [
+        "simul.decoding",
+        "simul.decoding.records",
+    ]
+    assert not {"numpy", "llama_cpp"} & modules
