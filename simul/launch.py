@@ -1,8 +1,8 @@
 """The `simul` command's entry point: what must happen before the command line is imported.
 
-Importing simul.cli imports every command and, through them, numpy. A decoding command on a CUDA build of
-llama.cpp must load llama.cpp first (simul.machine.load_order), so the console script and ``python -m simul``
-start here.
+simul.cli imports a command's module only when the command runs, and a decoding command's module imports
+numpy (through the engine and the metrics). On a CUDA build of llama.cpp that command must load llama.cpp
+first (simul.machine.load_order), so the console script and ``python -m simul`` start here.
 """
 
 from __future__ import annotations

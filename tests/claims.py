@@ -12,8 +12,8 @@ from collections import Counter
 
 import numpy as np
 
-from simul.decoding import StreamResult
 from simul.decoding import trace as tr
+from simul.decoding.records import StreamResult
 
 
 def biased_rule(decision: tr.Decision) -> bool:

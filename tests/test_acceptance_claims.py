@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
+from simul.decoding.records import StreamResult
+from simul.decoding.stream import StreamDecoder
 from simul.request.method_settings import Ending
 from simul.request.methods import Method
 from simul.request.templates import PRESETS

@@ -21,9 +21,9 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.decoding import StreamResult
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
 from simul.decoding.engine import Engine, EngineSettings
+from simul.decoding.records import StreamResult
 from simul.request.methods import Method
 from simul.streams.format import Stream, write_streams
 from tests.helpers import eval_args, make_streams

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from simul.cli import app
 from simul.decoding.backend import LlamaBackend
 from simul.machine.calibration import MAX_SLOWDOWN, MIN_THREAD_GAIN, PassCosts, calibrate, run_slowdown
-from simul.machine.cpu_usage import TimingNotes, pass_cost_reasons
-from simul.metrics.speed import modelled_speedup
+from simul.metrics.speed import calibrated_bound, modelled_speedup
 from simul.reports.run_conditions import wait_policy_difference
+from simul.reports.timing_notes import TimingNotes, pass_cost_reasons
 from simul.request.methods import Method
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams
@@ -105,11 +105,11 @@ def test_one_thread_is_not_compared_with_itself() -> None:
 
 def test_bound_is_the_speed_model_at_c_min() -> None:
     costs = PassCosts(threads=2, one_token_ms=10.0, row_ms=2.0, draft=32, one_token_single_ms=None)
-    assert costs.bound(80.0, 60.0) == pytest.approx(modelled_speedup(0.8, 0.6, 0.2))
-    assert costs.bound(0.0, 0.0) is None
+    assert calibrated_bound(costs, 80.0, 60.0) == pytest.approx(modelled_speedup(0.8, 0.6, 0.2))
+    assert calibrated_bound(costs, 0.0, 0.0) is None
     # no acceptance: no gain; everything accepted at a cost of 0.2 per row: 5x
-    assert costs.bound(100.0, 0.0) == pytest.approx(1.0)
-    assert costs.bound(100.0, 100.0) == pytest.approx(5.0)
+    assert calibrated_bound(costs, 100.0, 0.0) == pytest.approx(1.0)
+    assert calibrated_bound(costs, 100.0, 100.0) == pytest.approx(5.0)
 
 
 def test_record_round_trip_and_damaged_records() -> None:
@@ -136,11 +136,11 @@ def test_pass_widths_interpolate_and_price_a_runs_drafts() -> None:
     # two passes of 8 rows cost 44 ms for 16 rows: c_run 0.275; one pass of 16: 0.225
     assert costs.run_row_cost([8, 8]) == pytest.approx(44.0 / 160.0)
     assert costs.run_row_cost([16]) == pytest.approx(36.0 / 160.0)
-    assert costs.run_row_cost([]) is None and costs.run_bound(80.0, 60.0, []) is None
-    assert costs.run_bound(80.0, 60.0, [16]) == pytest.approx(modelled_speedup(0.8, 0.6, 0.225))
+    assert costs.run_row_cost([]) is None and calibrated_bound(costs, 80.0, 60.0, []) is None
+    assert calibrated_bound(costs, 80.0, 60.0, [16]) == pytest.approx(modelled_speedup(0.8, 0.6, 0.225))
     # narrower passes cost more per row, so the run's bound is below the bound at c_min
-    bound_min = costs.bound(80.0, 60.0)
-    narrow = costs.run_bound(80.0, 60.0, [8, 8])
+    bound_min = calibrated_bound(costs, 80.0, 60.0)
+    narrow = calibrated_bound(costs, 80.0, 60.0, [8, 8])
     assert bound_min is not None and narrow is not None and narrow < bound_min
     # without widths (an older record): the line from the one-token pass to the DRAFT-row pass
     plain = PassCosts(2, 10.0, 2.0, 32, None)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from simul.decoding import StreamDecoder
 from simul.decoding.backend import LlamaBackend
+from simul.decoding.stream import StreamDecoder
 from simul.request.methods import Method
 from simul.request.templates import PRESETS
 from simul.streams.format import Stream, read_streams

@@ -20,12 +20,12 @@ from simul.machine.cpu_usage import (
     MIN_SHARE,
     CpuMeter,
     Snapshot,
-    TimingNotes,
     Usage,
     judge,
     runqueue_seconds,
 )
 from simul.reports.tables import methods_table
+from simul.reports.timing_notes import TimingNotes
 from simul.request.methods import Method
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams

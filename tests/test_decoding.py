@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from simul.common.errors import SimulError
-from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
+from simul.decoding.records import StreamResult
+from simul.decoding.stream import StreamDecoder
 from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import normalized_erasure
 from simul.metrics.tokenizers import get_tokenizer
@@ -238,7 +239,7 @@ def test_resync_is_lossless_at_beta_zero(tiny_backend: LlamaBackend) -> None:
 
 
 def test_ending_detection() -> None:
-    from simul.decoding import find_ngram, is_ending_piece
+    from simul.decoding.drafts import find_ngram, is_ending_piece
 
     assert (
         is_ending_piece(b".") and is_ending_piece(" .\u201c".encode()) and is_ending_piece("\u3002".encode())

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.common.errors import UsageError
-from simul.decoding import StreamDecoder
 from simul.decoding.backend import LlamaBackend
 from simul.decoding.display.local_agreement import local_agreement
 from simul.decoding.display.mask import hide_last
+from simul.decoding.stream import StreamDecoder
 from simul.request.methods import Method
 from simul.request.sweep import sweep_methods, table4_rows
 from simul.request.templates import PRESETS

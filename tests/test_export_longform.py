@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.decoding import StepRecord, StreamResult
+from simul.decoding.records import StepRecord, StreamResult
 from simul.metrics.longform.delays import talk_from_records
 from simul.request.methods import Method
 from simul.runs.directory import STATUS_COMPLETE, RunWriter, load_run

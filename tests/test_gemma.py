@@ -9,9 +9,10 @@ import pytest
 
 from simul.common.hashing import sha256_file
 from simul.common.paths import default_streams_file
-from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
+from simul.decoding.records import StreamResult
+from simul.decoding.stream import StreamDecoder
 from simul.metrics.quality import corpus_chrf
 from simul.request.default_model import default_model_path
 from simul.request.methods import Method

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simul.decoding import StepRecord, StreamResult
+from simul.decoding.records import StepRecord, StreamResult
 from simul.metrics.delays import stream_delays
 from simul.metrics.erasure import normalized_erasure
 from simul.metrics.latency import al, dal, laal, yaal

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simul.common.text import complete_prefix, decode_text
-from simul.decoding import accepts
+from simul.decoding.acceptance import accepts
 from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import erasure, normalized_erasure, stream_erasure
 from simul.metrics.latency import finalisation_delays, laal, source_positions

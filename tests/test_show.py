@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.decoding import StepRecord
+from simul.decoding.records import StepRecord
 from simul.reports.show import output_spans, source_spans
 from simul.streams.format import Step, Stream, write_streams
 from tests.helpers import eval_args, make_streams

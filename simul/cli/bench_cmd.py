@@ -43,9 +43,10 @@ from simul.common.safe_text import markup
 from simul.decoding.longform import WindowPolicy
 from simul.decoding.records import StreamResult
 from simul.machine.calibration import PassCosts
-from simul.machine.cpu_usage import MARK, TimingNotes
+from simul.metrics.speed import calibrated_bound
 from simul.reports.agreement import agreement
 from simul.reports.tables import fmt
+from simul.reports.timing_notes import MARK, TimingNotes
 from simul.request.methods import Method
 from simul.runs.evaluation import EvalOutcome, EvalRequest
 from simul.runs.side_by_side import LaneRecord
@@ -91,8 +92,8 @@ def speed_bounds(
     ad, ao = metrics.get("ad"), metrics.get("ao")
     if costs is None or not isinstance(ad, int | float) or not isinstance(ao, int | float) or ad <= 0:
         return None, None, None
-    at_min = costs.bound(float(ad), float(ao))
-    at_run = costs.run_bound(float(ad), float(ao), widths)
+    at_min = calibrated_bound(costs, float(ad), float(ao))
+    at_run = calibrated_bound(costs, float(ad), float(ao), widths)
     c_run = costs.run_row_cost(widths)
 
     def r(x: float | None) -> float | None:

@@ -11,7 +11,6 @@ from rich.table import Table
 from simul.cli.common import err_console, handle_errors, print_json
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup, visible
-from simul.machine.cpu_usage import MARK, UNRELIABLE_WHY
 from simul.metrics.registry import METRICS, metric_info
 from simul.reports.compare import (
     ALPHA,
@@ -25,6 +24,7 @@ from simul.reports.compare import (
     parse_pairs,
     parse_thresholds,
 )
+from simul.reports.timing_notes import MARK, UNRELIABLE_WHY
 
 EXIT_REGRESSION = 3
 EXIT_INCOMPARABLE = 2

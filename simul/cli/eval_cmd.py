@@ -35,12 +35,13 @@ from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_opt
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
 from simul.decoding.longform import WindowPolicy
-from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL, NO_COMET
 from simul.metrics.scoring import DEFAULT_RESEGMENT
+from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
+from simul.reports.timing_notes import TimingNotes
 from simul.request.methods import DEFAULT_BETA, methods_for
-from simul.runs.evaluation import EvalOutcome, EvalRequest, summary_json
+from simul.runs.evaluation import EvalOutcome, EvalRequest
 from simul.streams.references import references_caption
 
 

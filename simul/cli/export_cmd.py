@@ -13,7 +13,7 @@ from simul.cli.common import err_console, handle_errors
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.safe_text import excerpt, visible
-from simul.decoding import StreamResult
+from simul.decoding.records import StreamResult
 from simul.metrics.quality import bleu_tokenizer
 from simul.metrics.units import TARGET_UNITS, target_unit
 from simul.reports.export import (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -157,7 +156,3 @@ def optional_ray_value(argv: Sequence[str]) -> list[str]:
         if arg == "--ray" and (i + 1 == len(args) or args[i + 1].startswith("-")):
             out.append(LOCAL)
     return out
-
-
-def main_argv() -> list[str]:
-    return optional_ray_value(sys.argv[1:])

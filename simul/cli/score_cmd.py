@@ -17,11 +17,11 @@ from simul.cli.common import (
 )
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import markup
-from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
 from simul.metrics.scoring import DEFAULT_RESEGMENT, not_available, score
 from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
+from simul.reports.timing_notes import TimingNotes
 from simul.runs.directory import (
     PER_STREAM_FILE,
     RUN_FILE,

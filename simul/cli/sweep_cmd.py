@@ -34,9 +34,9 @@ from simul.common.errors import UsageError
 from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
 from simul.decoding.longform import WindowPolicy
-from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
+from simul.reports.timing_notes import TimingNotes
 from simul.request.methods import DEFAULT_BETA
 from simul.request.sweep import (
     parse_floats,

@@ -1,20 +1,10 @@
 """Decoding streams: the step records (records.py), the stream decoder with RT, SSBD and CD (stream.py),
-SSBD's acceptance rule (acceptance.py) and the draft helpers for --ending and --resync (drafts.py).
+SSBD's acceptance rule (acceptance.py), the draft helpers for --ending and --resync (drafts.py), the forward
+passes of many streams together (passes.py, scheduler.py, engine.py) and the decision trace (trace.py).
 
-What the viewer is shown lives in simul.decoding.display, the llama.cpp model in simul.decoding.backend.
+What the viewer is shown lives in simul.decoding.display, the llama.cpp model in simul.decoding.backend,
+whole talks in simul.decoding.longform.
+
+This file imports nothing: reading the records (``from simul.decoding.records import StepRecord``), as
+metrics, runs and reports do, loads neither the decoder nor llama.cpp. Import each name from its module.
 """
-
-from simul.decoding.acceptance import accepts
-from simul.decoding.drafts import ENDING_CHARS, find_ngram, is_ending_piece
-from simul.decoding.records import StepRecord, StreamResult
-from simul.decoding.stream import StreamDecoder
-
-__all__ = [
-    "ENDING_CHARS",
-    "StepRecord",
-    "StreamDecoder",
-    "StreamResult",
-    "accepts",
-    "find_ngram",
-    "is_ending_piece",
-]

@@ -18,13 +18,14 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import cached_sha256
 from simul.common.languages import get_language
-from simul.decoding import StreamDecoder, StreamResult
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
 from simul.decoding.backend.llama import pass_hook_suspended
 from simul.decoding.backend.sequence import KVSequence
 from simul.decoding.longform import WindowPolicy
 from simul.decoding.passes import Passes
+from simul.decoding.records import StreamResult
 from simul.decoding.scheduler import BatchScheduler
+from simul.decoding.stream import StreamDecoder
 from simul.machine import clock
 from simul.machine.calibration import PassCosts, calibrate
 from simul.machine.cpu_usage import CpuMeter

@@ -14,7 +14,8 @@ logits at every row (as SSBD verifies):
     c_min          = row_ms / one_token_ms
     bound(A/D, A/O) = 1 / ((1 - A/O) + c_min * A/O / A/D)
 
-``bound`` is the speedup the machine allows at the run's acceptance rates when every verified row costs what
+``bound`` (computed from these measurements by simul.metrics.speed.calibrated_bound, with the speed model
+there) is the speedup the machine allows at the run's acceptance rates when every verified row costs what
 it costs in a wide pass and nothing else (tokenizing, argmax, acceptance tests) takes time. A run's drafts
 are shorter than DRAFT rows (as long as the previous output), and a narrow pass shares its fixed cost among
 fewer rows, so the calibration also times passes of every width up to DRAFT rows (WIDTHS). With T(n) the
@@ -61,7 +62,6 @@ import numpy as np
 from simul.machine.clock import (
     wall as lane_wall,  # without the waits for other lanes (simul bench --parallel)
 )
-from simul.metrics.speed import modelled_speedup
 
 PROMPT = "English: The committee will publish its report on the new railway line early next year.\nGerman:"
 DRAFT = 32  # rows of the calibration's verification pass (c_min)
@@ -121,13 +121,6 @@ class PassCosts:
             return None
         return sum(self.pass_ms(n) for n in pass_rows if n > 0) / (rows * self.one_token_ms)
 
-    def run_bound(self, ad: float, ao: float, pass_rows: list[int]) -> float | None:
-        """bound_run at A/D and A/O in percent, for verification passes of ``pass_rows`` rows."""
-        c = self.run_row_cost(pass_rows)
-        if ad <= 0 or c is None:
-            return None
-        return modelled_speedup(ad / 100.0, ao / 100.0, c)
-
     @property
     def c_min(self) -> float:
         return self.row_ms / self.one_token_ms if self.one_token_ms > 0 else float("nan")
@@ -137,11 +130,6 @@ class PassCosts:
         if self.one_token_single_ms is None or self.threads <= 1 or self.one_token_ms <= 0:
             return None
         return self.one_token_single_ms / (self.threads * self.one_token_ms)
-
-    def bound(self, ad: float, ao: float) -> float | None:
-        """The speedup bound at A/D and A/O given in percent with every pass DRAFT rows wide, i.e. at c_min
-        (None where A/D is 0)."""
-        return self.run_bound(ad, ao, [self.draft])
 
     def problem(self) -> str | None:
         """Why the machine's per-pass overhead is out of line, or None."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.common.languages import get_language
-from simul.decoding import StepRecord, StreamResult
+from simul.decoding.records import StepRecord, StreamResult
 from simul.metrics.acceptance import acceptance
 from simul.metrics.degeneracy import Degeneracy, degeneracy
 from simul.metrics.delays import StreamDelays, stream_delays

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simul.common.languages import get_language
-from simul.decoding import StreamResult
+from simul.decoding.records import StreamResult
 from simul.metrics.latency import (
     Lagging,
     cumulative_ms,

@@ -22,18 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
-T = TypeVar("T")
-
-
-def common_prefix_length(a: Sequence[T], b: Sequence[T]) -> int:
-    """How many leading items ``a`` and ``b`` share (tokens, characters or words)."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+from simul.common.sequences import common_prefix_length
 
 
 def erasure(previous: Sequence[str], current: Sequence[str]) -> int:

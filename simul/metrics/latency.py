@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from simul.metrics.erasure import common_prefix_length
+from simul.common.sequences import common_prefix_length
 
 
 def finalisation_steps(displays: Sequence[Sequence[str]]) -> list[int]:

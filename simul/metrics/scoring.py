@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from simul.decoding import StreamResult
+from simul.decoding.records import StreamResult
 from simul.metrics.comet import CometScorer
 from simul.metrics.compute import LONGFORM_LATENCIES, MethodReport, reports_for
 from simul.metrics.registry import METRICS

@@ -21,10 +21,14 @@ passes); the ideal speedup 1 / (1 - A/O) is the limit c -> 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from simul.machine.calibration import PassCosts
 
 
 @dataclass(frozen=True)
@@ -93,3 +97,19 @@ def modelled_speedup(ad: float, ao: float, c: float) -> float:
 def max_row_cost(target: float, ad: float, ao: float) -> float:
     """The largest c at which the model reaches speedup ``target`` (negative: not reachable at any c)."""
     return (1.0 / target - (1.0 - ao)) * ad / ao
+
+
+def calibrated_bound(
+    costs: PassCosts, ad: float, ao: float, pass_rows: Sequence[int] | None = None
+) -> float | None:
+    """The speedup the calibrated machine allows at A/D and A/O given in percent (simul.machine.calibration):
+
+        bound_run = modelled_speedup(A/D, A/O, c_run)    c_run = costs.run_row_cost(pass_rows)
+
+    for verification passes of ``pass_rows`` rows (the run's own drafts), or with every pass the
+    calibration's DRAFT rows wide when ``pass_rows`` is None, i.e. at c = c_min (``bound``). None where A/D
+    is 0 or there are no rows."""
+    c = costs.run_row_cost(list(pass_rows) if pass_rows is not None else [costs.draft])
+    if ad <= 0 or c is None:
+        return None
+    return modelled_speedup(ad / 100.0, ao / 100.0, c)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simul.common.errors import SimulError
-from simul.decoding import StreamResult
+from simul.decoding.records import StreamResult
 
 METRICS = ("chrf", "ne", "ad", "ao", "tps", "speedup")
 

@@ -28,7 +28,6 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
-from simul.machine.cpu_usage import TimingNotes
 from simul.metrics.compute import MISSING_FIELDS
 from simul.metrics.registry import METRICS, metric_info
 from simul.metrics.scoring import not_available
@@ -40,6 +39,7 @@ from simul.reports.run_conditions import (
     version_changes,
     wait_policy_difference,
 )
+from simul.reports.timing_notes import TimingNotes
 from simul.runs.directory import (
     PER_STREAM_FILE,
     STATUS_COMPLETE,

@@ -60,9 +60,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from simul.common.languages import get_language
-from simul.decoding import StreamResult
+from simul.common.sequences import common_prefix_length
+from simul.decoding.records import StreamResult
 from simul.metrics.delays import stream_delays
-from simul.metrics.erasure import common_prefix_length
 from simul.metrics.latency import source_positions
 from simul.metrics.units import target_unit, units
 from simul.streams.format import Stream

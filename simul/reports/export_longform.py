@@ -36,7 +36,7 @@ from pathlib import Path
 
 from simul.common.errors import SimulError
 from simul.common.files import write_atomic
-from simul.decoding import StreamResult
+from simul.decoding.records import StreamResult
 from simul.metrics.longform.delays import talk_from_records
 from simul.metrics.longform.omnisteval_files import (
     HYPOTHESES,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from simul.common.languages import get_language
 from simul.common.safe_text import visible
-from simul.decoding import StepRecord, StreamResult
-from simul.metrics.erasure import common_prefix_length
+from simul.common.sequences import common_prefix_length
+from simul.decoding.records import StepRecord, StreamResult
 from simul.streams.format import Stream
 
 

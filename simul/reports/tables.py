@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from simul.common.safe_text import markup
-from simul.machine.cpu_usage import MARK, TimingNotes
+from simul.reports.timing_notes import MARK, TimingNotes
 
 # metric, header, format; the order follows the paper's Table 2, then the figures it does not report
 TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (

@@ -36,7 +36,7 @@ from simul.common.files import write_atomic as write_atomic
 from simul.common.hashing import sha256_file
 from simul.common.limits import STEPS, binary_lines, parse_json
 from simul.common.safe_text import excerpt
-from simul.decoding import StepRecord, StreamResult
+from simul.decoding.records import StepRecord, StreamResult
 from simul.request.method_settings import EXTERNAL, METHOD_NAMES
 from simul.request.methods import Method
 from simul.runs.conditions import decoding_differences

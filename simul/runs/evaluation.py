@@ -13,11 +13,11 @@ from typing import Any
 from simul import __version__
 from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
-from simul.decoding import StepRecord, StreamResult
 from simul.decoding.backend import ContextOverflowError
 from simul.decoding.engine import Engine, EngineSettings
+from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock, openmp
-from simul.machine.cpu_usage import CpuMeter, TimingNotes
+from simul.machine.cpu_usage import CpuMeter
 from simul.machine.environment import environment, now
 from simul.metrics.comet import CometScorer, load_comet
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
@@ -529,22 +529,3 @@ class Interrupted(Exception):
 
 def method_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
     return outcome.scored.methods_json()
-
-
-def summary_json(outcome: EvalOutcome) -> dict[str, Any]:
-    """The --json document of eval: the spec'd shape plus context."""
-    return {
-        "methods": [
-            {k: m[k] for k in ("name", "beta", "mask_k", "mask", "key", "label", "metrics")}
-            for m in outcome.scored.methods_json()
-        ],
-        "run_dir": str(outcome.run_dir) if outcome.run_dir else None,
-        "status": STATUS_COMPLETE if outcome.complete else STATUS_INTERRUPTED,
-        "streams": outcome.streams_done,
-        "streams_total": outcome.streams_total,
-        "signatures": outcome.scored.signatures,
-        "comet": outcome.scored.comet,
-        "model": outcome.run["config"]["model"]["name"],
-        "timing_unreliable": TimingNotes.from_run(outcome.run).unreliable,
-        "throughput": outcome.run.get("throughput"),
-    }

@@ -24,7 +24,7 @@ from typing import Any
 
 from simul import __version__
 from simul.common.errors import SimulError, UsageError
-from simul.decoding import StreamResult
+from simul.decoding.records import StreamResult
 from simul.machine.environment import now
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import METRICS

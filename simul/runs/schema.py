@@ -26,7 +26,7 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.limits import as_float, parse_json
 from simul.common.safe_text import excerpt
-from simul.decoding import StepRecord, StreamResult
+from simul.decoding.records import StepRecord, StreamResult
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 from simul.request.methods import Method
 from simul.streams.format import Stream

@@ -41,7 +41,7 @@ from simul.common.errors import SimulError
 from simul.common.files import atomic_file, check_writable_file, os_error_message
 from simul.common.languages import get_language
 from simul.common.limits import LINE_BYTES, as_float, check_source, check_steps, loads, nonblank_lines
-from simul.metrics.erasure import common_prefix_length
+from simul.common.sequences import common_prefix_length
 
 FORMAT_NAME = "simul-stream"
 FORMAT_VERSION = 1

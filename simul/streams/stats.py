@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simul.common.languages import get_language
-from simul.metrics.erasure import common_prefix_length
+from simul.common.sequences import common_prefix_length
 from simul.streams.format import Stream
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simul.metrics.erasure import common_prefix_length
+from simul.common.sequences import common_prefix_length
 
 
 def local_agreement(outputs: Sequence[str], n: int, unspaced: bool) -> str:

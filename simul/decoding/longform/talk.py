@@ -25,20 +25,54 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simul.common.languages import get_language
+from simul.common.sequences import common_prefix_length
 from simul.decoding.display.local_agreement import local_agreement
 from simul.decoding.display.mask import hide_last
 from simul.decoding.longform.policy import WindowPolicy, window_updates
 from simul.decoding.passes import Passes
 from simul.decoding.records import StepRecord, StreamResult
-from simul.metrics.erasure import common_prefix_length
+from simul.request.methods import Method
+from simul.request.templates import Prompt, Template
 from simul.streams.format import Step, Stream, join_texts
 
 if TYPE_CHECKING:
     from simul.decoding.backend.sequence import KVSequence
-    from simul.decoding.stream import StreamDecoder
+
+
+class Tokenizer(Protocol):
+    def tokenize(self, text: str, add_special: bool = False, parse_special: bool = False) -> list[int]: ...
+
+
+class WindowDecoder(Protocol):
+    """What a talk needs of the sentence decoder that decodes its windows: simul.decoding.stream's
+    StreamDecoder has it. Named here so that this module does not import the decoder, which imports it."""
+
+    @property
+    def method(self) -> Method: ...
+    @property
+    def template(self) -> Template: ...
+    @property
+    def backend(self) -> Tokenizer: ...
+    @property
+    def max_len_ratio(self) -> float: ...
+    @property
+    def max_len_slack(self) -> int: ...
+
+    def start_prefix(self, stream: Stream) -> list[int]: ...
+    def tokenize_prompt(self, prompt: Prompt) -> list[int]: ...
+    def max_output_tokens(self, source: str) -> int: ...
+    def step_passes(
+        self,
+        stream: Stream,
+        index: int,
+        draft: Sequence[int],
+        seq: KVSequence,
+        context: Sequence[tuple[str, str]] = (),
+    ) -> Passes[StepRecord]: ...
+
 
 _SUMMED = (
     "reused_tokens",
@@ -65,7 +99,7 @@ def window_stream(talk: Stream, source: str, final: bool) -> Stream:
 
 
 def talk_steps(
-    decoder: StreamDecoder, stream: Stream, seq: KVSequence, policy: WindowPolicy
+    decoder: WindowDecoder, stream: Stream, seq: KVSequence, policy: WindowPolicy
 ) -> Passes[StreamResult]:
     """The step machine of one long-form stream: yields its forward passes, returns one record per update."""
     method = decoder.method
@@ -167,7 +201,7 @@ def talk_windows(stream: Stream, policy: WindowPolicy) -> list[tuple[str, bool]]
     return out
 
 
-def talk_positions_needed(decoder: StreamDecoder, stream: Stream, policy: WindowPolicy) -> int:
+def talk_positions_needed(decoder: WindowDecoder, stream: Stream, policy: WindowPolicy) -> int:
     """A bound on the KV positions any update of the talk can need, independent of the talk's length.
 
     For every window: its prompt with the context at its largest (each of the ``context_sentences`` pairs

@@ -16,7 +16,7 @@ from typing import Any
 from simul import __version__
 from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
-from simul.decoding import StepRecord, StreamResult
+from simul.decoding.records import StepRecord, StreamResult
 from simul.machine.environment import environment, now
 from simul.metrics.comet import load_comet
 from simul.metrics.scoring import Scored, higher_is_better, score

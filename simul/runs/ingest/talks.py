@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from simul.common.sequences import common_prefix_length
 from simul.decoding.records import TALK_KEYS
-from simul.metrics.erasure import common_prefix_length
 from simul.runs.ingest.system import Update
 from simul.streams.format import Stream
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from simul.common.errors import UsageError
-from simul.metrics.erasure import common_prefix_length
+from simul.common.sequences import common_prefix_length
 from simul.streams.asr.audio import SAMPLE_RATE, Samples
 from simul.streams.asr.wer import normalize
 from simul.streams.format import Step
