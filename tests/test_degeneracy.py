@@ -11,7 +11,6 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -226,13 +225,8 @@ def test_the_table_footer_shows_the_diagnostics_and_the_flag(runs: dict[str, tup
 
 
 def test_long_form_runs_get_none() -> None:
-    from types import SimpleNamespace
+    from simul.metrics.families.degeneracy import degeneracy_figures
 
-    from simul.metrics.compute import _degeneracy
-
-    results: Any = [SimpleNamespace(stream_id="talk")]
-    delays = [_delays([1, 2, 5, 5], 5, 4)]
-    talk: Any = {"talk": SimpleNamespace(longform=True)}
-    sentence: Any = {"talk": SimpleNamespace(longform=False)}
-    assert _degeneracy(results, talk, delays).swf is None
-    assert _degeneracy(results, sentence, delays).swf == 50.0
+    # a run with a talk has no sentence delays (simul.metrics.compute.method_report passes None)
+    assert degeneracy_figures(None).metrics == dict.fromkeys(("swf", "efsw", "dsptv", "degenerate_policy"))
+    assert degeneracy_figures([_delays([1, 2, 5, 5], 5, 4)]).metrics["swf"] == 50.0

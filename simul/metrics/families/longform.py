@@ -1,0 +1,98 @@
+"""The long-form family, for runs of whole talks (long-form streams):
+
+* the cost of updates along the talks (simul.metrics.talk_cost): per run and per talk, and its growth
+  (``cost_growth``), for any run with a talk;
+* when every stream is a talk, quality and latency as IWSLT 2026 scores them (simul.metrics.longform): each
+  talk's output re-segmented onto its reference segments (``resegment``: softsegmenter or mwer), then BLEU,
+  chrF and COMET over the segments (the run's ``bleu``, ``chrf``, ``comet``) and LongYAAL, LongLAAL, LongAL,
+  LongDAL, computation-unaware and -aware. The summary goes to the counts (``longform``), and per talk each
+  segment's hypothesis, sentence chrF, COMET and latencies (``segments``); the talk itself gets no COMET.
+
+Other runs get None for these metrics, so that every run has the keys."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from simul.decoding.records import StreamResult
+from simul.metrics.comet import CometScorer
+from simul.metrics.families.figures import Figures, combine
+from simul.metrics.talk_cost import talk_cost
+from simul.streams.format import Stream
+
+DEFAULT_RESEGMENT = "softsegmenter"
+RESEGMENTERS = ("softsegmenter", "mwer")
+
+# run.json names of the long-form latencies (simul.metrics.longform.latency's keys)
+LONGFORM_LATENCIES = (
+    "long_yaal",
+    "long_laal",
+    "long_al",
+    "long_dal",
+    "ca_long_yaal",
+    "ca_long_laal",
+    "ca_long_al",
+    "ca_long_dal",
+)
+
+
+def longform_figures(
+    results: Sequence[StreamResult],
+    streams: Mapping[str, Stream],
+    *,
+    talks: bool,
+    whole_talks: bool,
+    comet: CometScorer | None = None,
+    comet_reason: str | None = None,
+    resegment: str = DEFAULT_RESEGMENT,
+) -> Figures:
+    """``talks``: some stream is a talk (the talk cost); ``whole_talks``: every stream is (re-segmented
+    scoring; ``comet`` and ``comet_reason``: the COMET scorer or why there is none)."""
+    cost = _talk_cost(results) if talks else Figures(metrics={"cost_growth": None})
+    if whole_talks:
+        scored = _resegmented(results, streams, comet, comet_reason, resegment)
+    else:
+        scored = Figures(metrics=dict.fromkeys(LONGFORM_LATENCIES))
+    return combine([cost, scored], len(results))
+
+
+def _talk_cost(results: Sequence[StreamResult]) -> Figures:
+    whole = talk_cost([r.steps for r in results])
+    return Figures(
+        metrics={"cost_growth": whole["cost_growth"]},
+        counts={"talk_cost": whole},
+        rows=[{"talk_cost": talk_cost([r.steps])} for r in results],
+    )
+
+
+def _resegmented(
+    results: Sequence[StreamResult],
+    streams: Mapping[str, Stream],
+    comet: CometScorer | None,
+    comet_reason: str | None,
+    resegment: str,
+) -> Figures:
+    from simul.metrics.longform import score_talks, talk_from_records
+
+    talks = [talk_from_records(streams[r.stream_id], r.steps) for r in results]
+    scores = score_talks(talks, resegment=resegment, comet=comet, comet_unavailable=comet_reason)
+    metrics: dict[str, float | None] = {
+        "bleu": round(scores.bleu, 4),
+        "chrf": round(scores.chrf, 4),
+        "comet": None if scores.comet is None else round(scores.comet, 4),
+    }
+    for name in LONGFORM_LATENCIES:
+        value = scores.latency.get(name)
+        metrics[name] = None if value is None else round(value, 3)
+    summary = scores.to_json()
+    segments = summary.pop("per_segment")
+    summary.pop("latency")
+    by_talk: dict[str, list[dict[str, Any]]] = {}
+    for seg in segments:
+        by_talk.setdefault(seg.pop("talk"), []).append(seg)
+    return Figures(
+        metrics=metrics,
+        counts={"longform": summary},
+        rows=[{"segments": by_talk.get(r.stream_id, []), "comet": None} for r in results],
+    )

@@ -1,0 +1,54 @@
+"""The speed family: TPS and TPS e2e, the speedups over RT, the efficiency, the row cost c of the speed model
+and the update-time percentiles (formulas and source: simul.metrics.speed), with the seconds and passes
+behind them.
+
+    efficiency = speedup / ideal speedup        (ideal speedup = 1 / (1 - A/O), simul.metrics.acceptance)
+
+RT's speedups are 1 by definition; another method's are None when the run has no RT with a TPS."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from simul.decoding.records import StreamResult
+from simul.metrics.acceptance import acceptance
+from simul.metrics.families.figures import Figures, RtReference, rounded
+from simul.metrics.speed import row_cost, speed, speedup
+from simul.request.methods import Method
+
+
+def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReference | None) -> Figures:
+    steps = [s for r in results for s in r.steps]
+    spd = speed((len(s.output_ids), s.t_prompt, s.t_gen) for s in steps)
+    rt_tps = rt.tps if rt else None
+    rt_tps_e2e = rt.tps_e2e if rt else None
+    is_rt = method.name == "rt"
+    method_speedup = 1.0 if is_rt else (speedup(spd.tps, rt_tps) if rt_tps else None)
+    method_speedup_e2e = 1.0 if is_rt else (speedup(spd.tps_e2e, rt_tps_e2e) if rt_tps_e2e else None)
+    ideal = acceptance((s.drafted_total, s.accepted_total, len(s.output_ids)) for s in steps).ideal_speedup
+    efficiency = method_speedup / ideal if (method_speedup is not None and ideal) else None
+    verify_seconds = sum(s.t_verify for s in steps)
+    decode_seconds = sum(s.t_decode for s in steps)
+    verify_rows = sum(s.verify_rows for s in steps)
+    decode_passes = sum(s.decode_passes for s in steps)
+    return Figures(
+        metrics={
+            "tps": round(spd.tps, 2),
+            "speedup": rounded(method_speedup, 3),
+            "tps_e2e": round(spd.tps_e2e, 2),
+            "speedup_e2e": rounded(method_speedup_e2e, 3),
+            "efficiency": rounded(efficiency, 3),
+            "row_cost": rounded(row_cost(verify_seconds, verify_rows, decode_seconds, decode_passes), 3),
+            "p50_update_ms": round(spd.p50_update_ms, 2),
+            "p95_update_ms": round(spd.p95_update_ms, 2),
+        },
+        counts={
+            "gen_seconds": round(spd.gen_seconds, 4),
+            "prompt_seconds": round(spd.prompt_seconds, 4),
+            "prompt_eval_seconds": round(sum(s.t_prompt_eval for s in steps), 4),
+            "verify_seconds": round(verify_seconds, 4),
+            "decode_seconds": round(decode_seconds, 4),
+            "verify_rows": verify_rows,
+            "decode_passes": decode_passes,
+        },
+    )
