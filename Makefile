@@ -53,9 +53,9 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The property-based suite (tests/fuzz) with its long profile: random seeds and 10,000 generated inputs per
-# reader (SIMUL_FUZZ_EXAMPLES changes the number), each property in its own low-priority process, FUZZ_JOBS
-# (default: one per CPU) at once; the counts are printed and written to $(VENV)/fuzz-report.json, each
-# property's output to $(VENV)/fuzz-logs. `make test` runs the same properties with a small, fixed set of inputs.
+# reader (SIMUL_FUZZ_EXAMPLES changes the number), run by pytest-xdist in FUZZ_JOBS low-priority worker processes
+# (default: one per CPU); the counts are printed and written to $(VENV)/fuzz-report.json, each property's
+# output to $(VENV)/fuzz-logs. `make test` runs the same properties with a small, fixed set of inputs.
 SIMUL_FUZZ_EXAMPLES ?= 10000
 FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 fuzz: setup

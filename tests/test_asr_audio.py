@@ -1,7 +1,8 @@
-"""Audio in: reading at any rate and channel count, the polyphase resampler, the energy gate, errors."""
+"""Audio in: any rate and channel count, the resampler (scipy's resample_poly), the energy gate, errors."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from simul.streams.asr.audio import (
     to_mono,
     write_wav,
 )
+from tests.helpers import load_tool
 
 RATES = [8_000, 16_000, 22_050, 44_100, 48_000]
 
@@ -85,7 +87,7 @@ def test_same_rate_is_a_copy() -> None:
     assert np.array_equal(x, y) and y is not x
 
 
-@pytest.mark.parametrize("rate", [16_000, 44_100])
+@pytest.mark.parametrize("rate", [8_000, 11_025, 16_000, 22_050, 44_100, 48_000])
 def test_a_span_is_the_same_samples_as_the_whole_file(tmp_path: Path, rate: int) -> None:
     rng = np.random.default_rng(0)
     path = tmp_path / "noise.wav"
@@ -95,9 +97,42 @@ def test_a_span_is_the_same_samples_as_the_whole_file(tmp_path: Path, rate: int)
     whole = read_audio(path)
     span = read_audio(path, 250.0, 1_250.0)
     assert len(span) == 16_000
-    assert np.allclose(span, whole[4_000:20_000], atol=1e-5)
+    assert np.array_equal(span, whole[4_000:20_000])
+    # spans that start off the input grid, at the very start and up to the end: the same samples too
+    for start_ms, end_ms in [(0.0, 333.3), (13.7, 977.7), (1_000.1, 1_999.9), (1_700.0, None)]:
+        first = round(start_ms * 16)
+        last = len(whole) if end_ms is None else round(end_ms * 16)
+        assert np.array_equal(read_audio(path, start_ms, end_ms), whole[first:last]), (start_ms, end_ms)
     # an end past the file is cut to the file
     assert len(read_audio(path, 1_500.0, 5_000.0)) == len(whole) - 24_000
+
+
+@pytest.mark.parametrize("rate", [22_050, 44_100, 48_000])
+def test_the_resampler_has_the_response_docs_asr_md_gives(rate: int) -> None:
+    """docs/asr.md: flat within 0.05 dB to 6.7 kHz, -6 dB at 7.2 kHz, what would alias at least 85 dB down.
+
+    resample_poly's own filter (Kaiser beta 5, cutoff at 8 kHz) fails this: a tone at 8.1 kHz comes out at
+    about -7 dB, folded to 7.9 kHz.
+    """
+    gain_db = load_tool("resampler_response").gain_db
+    for freq in [100.0, 1_000.0, 3_000.0, 5_000.0, 6_500.0, 6_700.0]:
+        assert abs(gain_db(rate, freq)) <= 0.05, freq
+    assert gain_db(rate, 7_150.0) > -6.0 > gain_db(rate, 7_250.0)
+    for freq in [8_100.0, 8_500.0, 9_000.0, 10_000.0, rate / 2.0 - 100.0]:
+        assert gain_db(rate, freq) < -85.0, freq
+
+
+def test_without_scipy_resampling_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tone-44k.wav"
+    soundfile.write(str(path), _tone(44_100, 0.1, 440.0, 0.5), 44_100, subtype="FLOAT")
+    monkeypatch.setitem(sys.modules, "scipy.signal", None)  # import scipy.signal now raises ImportError
+    with pytest.raises(SimulError, match=r"resampled with scipy, which is not installed.*simul\[asr\]"):
+        read_audio(path)
+    # 16 kHz audio needs no resampler
+    write_wav(tmp_path / "tone-16k.wav", _tone(SAMPLE_RATE, 0.1, 440.0, 0.5))
+    assert len(read_audio(tmp_path / "tone-16k.wav")) == 1_600
 
 
 def test_to_mono_shapes() -> None:

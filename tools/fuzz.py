@@ -1,14 +1,19 @@
-"""Run the property-based suite's long profile: each property in its own low-priority process, a few at once.
+"""Run the property-based suite's long profile through pytest-xdist, and report what was tried.
 
-One pytest process for the whole suite runs the 14 readers one after the other on one core; this runs them
-side by side (``--jobs``, default: the number of CPUs), each with its own count file, and then prints and
-writes the inputs tried per reader, how each process ended (passed, failed, or killed by a signal), the load
+pytest-xdist runs the properties of tests/fuzz side by side in ``--jobs`` worker processes (default: the
+number of CPUs; ``--dist worksteal``, so a worker that runs out of properties takes pending ones from
+another), at low priority (nice 10, which the workers inherit). A plugin of this tool collects pytest's
+report of each property; the suite's own counter (tests/fuzz/budget.py) says how many inputs reached each
+reader. It then prints and writes the inputs tried per reader, how each property ended (passed, failed,
+skipped, or crashed: a worker that died, e.g. on a signal, which xdist reports and replaces), the load
 average before and after, and the commit:
 
     python tools/fuzz.py [--examples 10000] [--jobs N] [--report FILE] [--logs DIR] [-k EXPR]
 
 Exit status 0 only when every property passed. A property that fails stops at its first failing input
-(Hypothesis shrinks it and prints it in that property's log). ``make fuzz`` calls this.
+(Hypothesis shrinks it; the shrunk input is in that property's log, ``LOGS/<test>.log``). Hypothesis's own
+statistics of every property (``--hypothesis-show-statistics``) close pytest's output. ``make fuzz`` calls
+this.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = "tests/fuzz"
@@ -31,74 +36,90 @@ SUITE = "tests/fuzz"
 @dataclass
 class Outcome:
     test: str
-    status: str  # passed, failed, or "signal N"
-    returncode: int
-    seconds: float
-    tried: dict[str, int]
-    log: str
-
-
-def collect(expr: str | None) -> list[str]:
-    """The node ids of the suite's tests, as pytest collects them."""
-    args = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", SUITE]
-    if expr:
-        args += ["-k", expr]
-    listing = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=False)
-    ids = [line for line in listing.stdout.splitlines() if "::" in line]
-    if listing.returncode not in (0, 5) or not ids:
-        sys.exit(f"could not collect {SUITE}:\n{listing.stdout}{listing.stderr}")
-    return ids
+    status: str = "passed"  # passed, failed, skipped, or crashed
+    seconds: float = 0.0
+    tried: dict[str, int] = field(default_factory=dict)
+    log: str = ""
 
 
 def slug(node_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", node_id.split("::", 1)[1])
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", node_id.split("::", 1)[-1])
 
 
-def run_one(node_id: str, examples: int, logs: Path) -> Outcome:
-    counts = logs / f"{slug(node_id)}.json"
-    log = logs / f"{slug(node_id)}.log"
-    counts.unlink(missing_ok=True)
-    env = dict(os.environ, SIMUL_FUZZ="long", SIMUL_FUZZ_EXAMPLES=str(examples))
-    env["SIMUL_FUZZ_REPORT"] = str(counts)
-    start = time.monotonic()
-    with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.run(
-            ["nice", "-n", "10", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node_id],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    seconds = time.monotonic() - start
-    code = proc.returncode
-    status = "passed" if code == 0 else (f"signal {-code}" if code < 0 else "failed")
-    tried = json.loads(counts.read_text(encoding="utf-8")) if counts.is_file() else {}
-    return Outcome(node_id, status, code, round(seconds, 1), tried, str(log))
+class Recorder:
+    """A pytest plugin (in the controller): each property's outcome, time and counts, and its log file."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.outcomes: dict[str, Outcome] = {}
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        outcome = self.outcomes.setdefault(report.nodeid, Outcome(report.nodeid))
+        outcome.seconds = round(outcome.seconds + report.duration, 1)
+        if report.failed:
+            crashed = "crashed while running" in report.longreprtext
+            outcome.status = "crashed" if crashed else "failed"
+        elif report.skipped and outcome.status == "passed":
+            outcome.status = "skipped"
+        for name, value in report.user_properties:
+            if name == "tried":  # recorded by tests/fuzz/conftest.py
+                outcome.tried = {str(k): int(v) for k, v in dict(value).items()}
+        log = self.logs / f"{slug(report.nodeid)}.log"
+        outcome.log = str(log)
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"== {report.when}: {report.outcome} ({report.duration:.1f} s)\n")
+            for title, text in report.sections:
+                out.write(f"-- {title}\n{text}\n")
+            if report.longreprtext:
+                out.write(report.longreprtext + "\n")
+
+
+def test_files(suite: Path) -> list[str]:
+    """The suite's files, the slowest (each input a whole run directory, then stream files) first."""
+    files = sorted(suite.glob("test_*.py"))
+    files.sort(key=lambda path: ("rundirs" not in path.name, "streams" not in path.name))
+    return [str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path) for path in files]
+
+
+def run_suite(args: argparse.Namespace) -> tuple[int, Recorder]:
+    import pytest
+
+    os.environ.update(SIMUL_FUZZ="long", SIMUL_FUZZ_EXAMPLES=str(args.examples))
+    os.environ.pop("SIMUL_FUZZ_REPORT", None)  # the counts come back in pytest's reports
+    recorder = Recorder(args.logs)
+    options = ["-n", str(args.jobs), "--dist", "worksteal", "-v", "-p", "no:cacheprovider"]
+    options += ["--hypothesis-show-statistics", *test_files(args.suite)]
+    if args.expr:
+        options += ["-k", args.expr]
+    code = pytest.main(options, plugins=[recorder])
+    return int(code), recorder
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=10_000, help="inputs per property (default 10,000)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="properties run at once")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--report", type=Path, default=ROOT / ".venv" / "fuzz-report.json")
     parser.add_argument("--logs", type=Path, default=ROOT / ".venv" / "fuzz-logs")
     parser.add_argument("-k", dest="expr", help="only the tests pytest -k selects")
+    parser.add_argument("--suite", type=Path, default=ROOT / SUITE, help=argparse.SUPPRESS)  # for its tests
     args = parser.parse_args()
     if args.examples < 1 or args.jobs < 1:
         parser.error("--examples and --jobs must be 1 or more")
+    args.report, args.logs, args.suite = args.report.resolve(), args.logs.resolve(), args.suite.resolve()
     args.logs.mkdir(parents=True, exist_ok=True)
-    # The run-directory properties are the slowest (each input is a whole run directory): start them first.
-    ids = sorted(collect(args.expr), key=lambda node: ("rundirs" not in node, "streams" not in node))
+    for old in args.logs.glob("*.log"):
+        old.unlink()
+    os.chdir(ROOT)
+    sys.path.insert(0, str(ROOT))
+    os.nice(10)
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    print(f"{len(ids)} properties, {args.examples} inputs each, {args.jobs} at a time; logs in {args.logs}")
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        outcomes = []
-        for outcome in pool.map(lambda node: run_one(node, args.examples, args.logs), ids):
-            outcomes.append(outcome)
-            tried = ", ".join(f"{k} {v}" for k, v in sorted(outcome.tried.items())) or "-"
-            print(f"{outcome.status:<9} {outcome.seconds:>8.1f} s  {outcome.test}  [{tried}]", flush=True)
+    print(f"{args.examples} inputs per property, {args.jobs} workers; logs in {args.logs}", flush=True)
+    code, recorder = run_suite(args)
+    outcomes = sorted(recorder.outcomes.values(), key=lambda outcome: outcome.test)
+    if not outcomes:
+        sys.exit(f"could not collect {SUITE} (pytest exit status {code}; no property selected or ran)")
     totals: dict[str, int] = {}
     for outcome in outcomes:
         for reader, count in outcome.tried.items():
@@ -113,6 +134,7 @@ def main() -> int:
         "examples_per_property": args.examples,
         "jobs": args.jobs,
         "cpus": os.cpu_count(),
+        "pytest_exit_status": code,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "tried_per_reader": dict(sorted(totals.items())),
@@ -124,12 +146,13 @@ def main() -> int:
     print("\ninputs tried per reader:")
     for reader, count in sorted(totals.items()):
         print(f"  {reader:<28} {count:>8}")
-    bad = [o for o in outcomes if o.status != "passed"]
     print(f"  {'total':<28} {record['total']:>8}")
-    print(f"{len(outcomes) - len(bad)} of {len(outcomes)} properties passed; report: {args.report}")
+    passed = sum(o.status == "passed" for o in outcomes)
+    bad = [o for o in outcomes if o.status not in ("passed", "skipped")]
+    print(f"{passed} of {len(outcomes)} properties passed; report: {args.report}")
     for outcome in bad:
         print(f"{outcome.status}: {outcome.test} (see {outcome.log})")
-    return 1 if bad else 0
+    return 1 if bad or code != 0 else 0
 
 
 if __name__ == "__main__":
