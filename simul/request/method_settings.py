@@ -104,13 +104,13 @@ class MethodSettings:
         if self.target_bias and self.resync:
             raise UsageError("--target-bias-beta and --resync both act on the rest of the draft; choose one")
         if self.display not in DISPLAY_POLICIES:
-            raise UsageError(f"--display must be mask or local-agreement, got {self.display!r}")
+            raise UsageError(f"the display must be mask or local-agreement, got {self.display!r}")
         if self.display == "local-agreement":
             if self.agreement < 1:
-                raise UsageError(f"--agreement must be 1 or more, got {self.agreement}")
+                raise UsageError(f"--local-agreement must be 1 or more, got {self.agreement}")
             if self.mask_k and self.mask == "display":
                 raise UsageError(
-                    "--display local-agreement replaces display-only mask-k: drop --mask-k, or pass "
+                    "--local-agreement replaces display-only mask-k: drop --mask-k, or pass "
                     "--mask output to shorten the drafts as well"
                 )
         elif self.agreement != 2:
