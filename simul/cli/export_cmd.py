@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from simul.cli.common import err_console, handle_errors
+from simul.cli.aliases import Alias, command_class
+from simul.cli.common import err_console, handle_errors, one_of, out_option
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.safe_text import excerpt, visible
@@ -41,41 +42,48 @@ def make_folder(folder: Path) -> None:
         raise SimulError(os_error_message(exc, folder, "create the folder")) from None
 
 
+if TYPE_CHECKING:
+    ExportFormat = str
+    Unit = str
+else:
+    ExportFormat = one_of(ALL_FORMATS)
+    Unit = one_of(TARGET_UNITS)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("export")
+    @app.command("export", cls=command_class(Alias("--output", "--out")))
     @handle_errors
     def export_command(
         run_dir: Annotated[Path, typer.Argument(help="A complete run directory.")],
         format: Annotated[
-            str,
+            ExportFormat,
             typer.Option(
                 "--format",
-                help="Output format: simuleval, simulstream or omnisteval (OmniSTEval's short-form "
-                "instances, or for long-form runs its long-form JSONL, segmentation and references).",
+                help="The format to write: SimulEval's instances.log, simulstream's log or OmniSTEval's "
+                "short-form instances (for long-form runs its long-form JSONL, segmentation and "
+                "references).",
             ),
         ] = "simuleval",
         method: Annotated[
             str | None,
             typer.Option(
+                "--method",
                 help="Method key to export (see run.json). Default: the last method; every method for a "
-                "long-form run."
+                "long-form run.",
             ),
         ] = None,
         unit: Annotated[
-            str | None,
+            Unit | None,
             typer.Option(
-                help="simulstream: token unit of the log, word or char (default: char for zh/ja/th, else "
-                "word). Use word to compare simulstream's NormalizedErasure with --ne-tokenizer word."
+                "--unit",
+                help="simulstream: token unit of the log (default: char for zh/ja/th, else word). Use word "
+                "to compare simulstream's NormalizedErasure with --ne-tokenizer word.",
             ),
         ] = None,
         output: Annotated[
             Path | None,
-            typer.Option(
-                "--output",
-                "--out",
-                "-o",
-                help="simuleval: the instances.log to write "
-                "(default RUN_DIR/simuleval/<method>/instances.log); "
+            out_option(
+                "simuleval: the instances.log to write (default RUN_DIR/simuleval/<method>/instances.log); "
                 "simulstream: the folder to write (default RUN_DIR/simulstream/<method>); "
                 "omnisteval: the folder to write (default RUN_DIR/omnisteval/<method>). Long-form runs: "
                 "the folder that gets one folder per method (default RUN_DIR/<format>).",

@@ -3,30 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from simul.cli.aliases import command_class
 from simul.cli.common import (
     CometModelOpt,
+    JsonOpt,
     NeTokenizerOpt,
     OverwriteOpt,
     err_console,
     handle_errors,
+    one_of,
+    out_option,
     print_json,
 )
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
 from simul.runs.ingest.run import INGEST_FORMATS, IngestRequest, ingest
+from simul.runs.ingest.simulstream_log import DETOKENIZERS
+
+if TYPE_CHECKING:
+    IngestFormat = str
+    IngestUnit = str
+else:
+    IngestFormat = one_of(INGEST_FORMATS)
+    IngestUnit = one_of(
+        DETOKENIZERS
+    )  # word, char, spm: simulstream's units; the other formats take word, char
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("ingest")
+    @app.command("ingest", cls=command_class())
     @handle_errors
     def ingest_command(
         path: Annotated[Path, typer.Argument(help="The system's per-update outputs.")],
         format: Annotated[
-            str,
+            IngestFormat,
             typer.Option(
                 "--format",
                 help="ssbd-ref (llama-self-spec-bias -o), simulstream (metrics log), "
@@ -39,22 +53,23 @@ def register(app: typer.Typer) -> None:
         streams: Annotated[
             Path, typer.Option("--streams", help="Stream file with the sources and references, joined by id.")
         ],
-        out: Annotated[Path, typer.Option("--out", help="The run directory to write.")],
+        out: Annotated[Path, out_option("The run directory to write.")],
         name: Annotated[
             str | None,
             typer.Option(help="Name of the system (the method key is ext-NAME). Default: the file stem."),
         ] = None,
         unit: Annotated[
-            str | None,
+            IngestUnit | None,
             typer.Option(
+                "--unit",
                 help="simulstream: token unit of its simuleval detokenizer (word, char, spm; default word); "
-                "simuleval, omnisteval: the file's latency unit (word, char; default by target language)."
+                "simuleval, omnisteval: the file's latency unit (word, char; default by target language).",
             ),
         ] = None,
         ne_tokenizer: NeTokenizerOpt = "auto",
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
         overwrite: OverwriteOpt = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+        as_json: JsonOpt = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
     ) -> None:
         """Score outputs simul did not decode: write a complete run directory that score, diff, show and
