@@ -49,17 +49,10 @@ def test_flores_default_sample(tmp_path: Path) -> None:
 @pytest.mark.data
 def test_flores_real_devtest(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "f.jsonl"
-    args = [
-        "streams",
-        "flores",
-        "--data-dir",
-        str(shared_data / "flores200"),
-        "--tgt-lang",
-        "zho_Hans",
-        "-o",
-        str(out),
-    ]
-    result = runner.invoke(app, args)
+    data = str(shared_data / "flores200")
+    result = runner.invoke(
+        app, ["streams", "flores", "--data-dir", data, "--tgt-lang", "zho_Hans", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 1012 streams" in result.stderr
     assert len(read_streams(out)) == 1012
@@ -162,16 +155,10 @@ def test_asr_command_on_the_sltev_sample(tmp_path: Path) -> None:
 @pytest.mark.data
 def test_acl6060_real_dev_simulated(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "a.jsonl"
-    args = [
-        "streams",
-        "acl6060",
-        "--data-dir",
-        str(shared_data / "acl6060"),
-        "--tgt-lang",
-        "ja",
-        "--simulate",
-    ]
-    result = runner.invoke(app, [*args, "-o", str(out)])
+    data = str(shared_data / "acl6060")
+    result = runner.invoke(
+        app, ["streams", "acl6060", "--data-dir", data, "--tgt-lang", "ja", "--simulate", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 468 streams" in result.stderr
     stats = runner.invoke(app, ["streams", "stats", str(out), "--json"])

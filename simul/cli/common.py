@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from simul.common.errors import SimulError, Terminated, UsageError
 from simul.common.safe_text import markup
-from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
+from simul.metrics.tokenizers import NeTokenizer
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -128,8 +128,10 @@ def show_progress(quiet: bool) -> bool:
 
 
 def one_of(values: Sequence[str]) -> Any:
-    """A Literal type over ``values``: typer makes it a click choice, which --help lists and which is checked
-    before the command runs. Annotations use it at run time only (mypy sees ``str``):
+    """A Literal type over ``values``, for a closed set known only at run time (the prompt templates, the
+    re-segmenters; a fixed set is a Literal type in its own module): typer makes it a click choice, which
+    --help lists and which is checked before the command runs. Annotations use it at run time only (mypy sees
+    ``str``):
 
         if TYPE_CHECKING:
             Unit = str
@@ -158,10 +160,6 @@ OverwriteOpt = Annotated[
 CometModelOpt = Annotated[
     str, typer.Option("--comet-model", help="COMET model name or checkpoint path; 'none' to skip.")
 ]
-if TYPE_CHECKING:
-    NeTokenizer = str
-else:
-    NeTokenizer = one_of(NE_TOKENIZER_CHOICES)
 NeTokenizerOpt = Annotated[
     NeTokenizer,
     typer.Option(

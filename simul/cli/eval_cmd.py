@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
-from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, one_of, print_json
+from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.ignored import eval_method_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
@@ -17,16 +17,7 @@ from simul.common.safe_text import markup
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
-from simul.request.method_settings import (
-    DISPLAY_POLICIES,
-    ENDINGS,
-    MASK_MODES,
-    METHOD_NAMES,
-    DisplayPolicy,
-    Ending,
-    MaskMode,
-    MethodName,
-)
+from simul.request.method_settings import DecodedMethod, DisplayPolicy, Ending, MaskMode
 from simul.request.methods import DEFAULT_BETA, methods_for
 from simul.runs.evaluation import EvalOutcome
 from simul.streams.references import references_caption
@@ -93,19 +84,8 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
         print_json(summary_json(outcome))
 
 
-if TYPE_CHECKING:  # the domain's Literal types (typer gets choices of the values simul decodes with)
-    MethodChoice = MethodName
-    MaskChoice = MaskMode
-    EndingChoice = Ending
-    DisplayChoice = DisplayPolicy
-else:
-    MethodChoice = one_of(METHOD_NAMES)
-    MaskChoice = one_of(MASK_MODES)
-    EndingChoice = one_of(ENDINGS)
-    DisplayChoice = one_of(DISPLAY_POLICIES)
-
 EndingOpt = Annotated[
-    EndingChoice,
+    Ending,
     typer.Option(
         "--ending",
         help="Sentence-final draft tokens while the source is not final: keep (the paper), unbiased "
@@ -150,7 +130,7 @@ def register(app: typer.Typer) -> None:
     @with_group("request", RequestOptions)
     def eval_command(
         ctx: typer.Context,
-        method: Annotated[MethodChoice, typer.Option("--method", help="Decoding method.")] = "ssbd",
+        method: Annotated[DecodedMethod, typer.Option("--method", help="Decoding method.")] = "ssbd",
         beta: Annotated[
             float | None,
             typer.Option("--beta", help=f"SSBD bias toward the draft, 0..1 (default {DEFAULT_BETA:g})."),
@@ -159,7 +139,7 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--mask-k", help="Hide the last k tokens at non-final steps.")
         ] = 0,
         mask: Annotated[
-            MaskChoice | None,
+            MaskMode | None,
             typer.Option(
                 "--mask",
                 help="display (default): hide them from the viewer only; output: also from the next draft.",
@@ -183,7 +163,7 @@ def register(app: typer.Typer) -> None:
                 "output without its last --mask-k tokens (0 or unset: mask-k display).",
             ),
         ] = None,
-        display: Annotated[DisplayChoice | None, typer.Option("--display", hidden=True)] = None,
+        display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
         agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
             bool,

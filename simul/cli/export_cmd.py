@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from simul.cli.aliases import Alias, command_class
-from simul.cli.common import err_console, handle_errors, one_of, out_option
+from simul.cli.common import err_console, handle_errors, out_option
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.safe_text import excerpt, visible
 from simul.decoding.records import StreamResult
 from simul.metrics.quality import bleu_tokenizer
-from simul.metrics.units import TARGET_UNITS, target_unit
+from simul.metrics.units import TARGET_UNITS, TargetUnit, target_unit
 from simul.reports.export import (
     EXPORT_FORMATS,
+    ExportFormat,
     omnisteval_shortform_export,
     simuleval_lines,
     simulstream_export,
@@ -40,14 +41,6 @@ def make_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SimulError(os_error_message(exc, folder, "create the folder")) from None
-
-
-if TYPE_CHECKING:
-    ExportFormat = str
-    Unit = str
-else:
-    ExportFormat = one_of(ALL_FORMATS)
-    Unit = one_of(TARGET_UNITS)
 
 
 def register(app: typer.Typer) -> None:
@@ -73,7 +66,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         unit: Annotated[
-            Unit | None,
+            TargetUnit | None,
             typer.Option(
                 "--unit",
                 help="simulstream: token unit of the log (default: char for zh/ja/th, else word). Use word "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -13,25 +13,16 @@ from simul.cli.common import (
     JsonOpt,
     NeTokenizerOpt,
     OverwriteOpt,
+    QuietOpt,
     err_console,
     handle_errors,
-    one_of,
     out_option,
     print_json,
 )
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
-from simul.runs.ingest.run import INGEST_FORMATS, IngestRequest, ingest
-from simul.runs.ingest.simulstream_log import DETOKENIZERS
-
-if TYPE_CHECKING:
-    IngestFormat = str
-    IngestUnit = str
-else:
-    IngestFormat = one_of(INGEST_FORMATS)
-    IngestUnit = one_of(
-        DETOKENIZERS
-    )  # word, char, spm: simulstream's units; the other formats take word, char
+from simul.runs.ingest.run import INGEST_FORMATS, IngestFormat, IngestRequest, ingest
+from simul.runs.ingest.simulstream_log import SimulstreamUnit  # word, char, spm; other formats: word, char
 
 
 def register(app: typer.Typer) -> None:
@@ -59,7 +50,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="Name of the system (the method key is ext-NAME). Default: the file stem."),
         ] = None,
         unit: Annotated[
-            IngestUnit | None,
+            SimulstreamUnit | None,
             typer.Option(
                 "--unit",
                 help="simulstream: token unit of its simuleval detokenizer (word, char, spm; default word); "
@@ -70,7 +61,7 @@ def register(app: typer.Typer) -> None:
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
         overwrite: OverwriteOpt = False,
         as_json: JsonOpt = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Score outputs simul did not decode: write a complete run directory that score, diff, show and
         export read like any other."""

@@ -42,108 +42,94 @@ else:
 
 DEFAULT_COMET_BATCH_SIZE = 16
 
-StreamsOpt = Annotated[
-    Path | None,
-    typer.Option("--streams", help="Stream file (JSONL). Default: the shipped FLORES en->de sample."),
-]
-ModelOpt = Annotated[
-    Path | None, typer.Option("--model", help="A GGUF model. Default: the embedded gemma-3-270m.")
-]
-TemplateOpt = Annotated[TemplateName, typer.Option("--template", help="Prompt template.")]
-LimitOpt = Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")]
-ThreadsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--threads",
-        help="CPU threads for llama.cpp (0 or unset: auto, the physical cores this process may use, within "
-        "its cgroup CPU quota, at most 8; never the machine's momentary load).",
-    ),
-]
-NCtxOpt = Annotated[
-    int,
-    typer.Option(
-        "--n-ctx", help="Context window in tokens (at most the model's training length, which caps it)."
-    ),
-]
-FuseOpt = Annotated[
-    bool,
-    typer.Option(
-        "--fuse/--no-fuse",
-        help="Evaluate the rest of the prompt and the draft in one forward pass (the pass then counts as "
-        "generation time).",
-    ),
-]
-VerifyChunkOpt = Annotated[
-    int,
-    typer.Option(
-        "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
-    ),
-]
-MaxWindowOpt = Annotated[
-    int,
-    typer.Option(
-        "--max-window",
-        help="Long-form streams (whole talks): cut the source into windows at sentence ends, and after this "
-        "many words when none comes; only the open window is re-translated.",
-    ),
-]
-ContextSentencesOpt = Annotated[
-    int,
-    typer.Option(
-        "--context-sentences",
-        help="Long-form streams: committed sentence pairs put before the open window in the prompt.",
-    ),
-]
-NGpuLayersOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--n-gpu-layers",
-        help="Model layers to offload to the GPU (-1: all, 0: CPU only). Default: all when this "
-        "llama-cpp-python build supports GPU offload, else 0.",
-    ),
-]
-ParallelOpt = Annotated[
-    int,
-    typer.Option(
-        "--parallel",
-        help="Decode N streams at once, their forward passes batched in one context (per-update times are "
-        "then batched; throughput is reported). 1 keeps single-stream decoding.",
-    ),
-]
-OutOpt = Annotated[Path | None, out_option("Write the run directory here (without it the run is not kept).")]
-ResumeOpt = Annotated[
-    bool, typer.Option("--resume/--no-resume", help="Continue an unfinished run in -o/--out.")
-]
-CometBatchSizeOpt = Annotated[
-    int | None,
-    typer.Option("--comet-batch-size", help=f"COMET batch size (default {DEFAULT_COMET_BATCH_SIZE})."),
-]
-
 
 @dataclass(frozen=True)
 class RequestOptions:
     """Every option of an evaluation request but its methods, as eval, sweep and bench get them."""
 
-    streams: StreamsOpt = None
-    limit: LimitOpt = None
-    model: ModelOpt = None
-    template: TemplateOpt = "auto"
-    threads: ThreadsOpt = None
-    n_ctx: NCtxOpt = 2048
-    fuse: FuseOpt = False
-    verify_chunk: VerifyChunkOpt = 0
-    max_window: MaxWindowOpt = 30
-    context_sentences: ContextSentencesOpt = 1
-    n_gpu_layers: NGpuLayersOpt = None
-    parallel: ParallelOpt = 1
-    out: OutOpt = None
-    resume: ResumeOpt = False
+    streams: Annotated[
+        Path | None,
+        typer.Option("--streams", help="Stream file (JSONL). Default: the shipped FLORES en->de sample."),
+    ] = None
+    limit: Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")] = None
+    model: Annotated[
+        Path | None, typer.Option("--model", help="A GGUF model. Default: the embedded gemma-3-270m.")
+    ] = None
+    template: Annotated[TemplateName, typer.Option("--template", help="Prompt template.")] = "auto"
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            help="CPU threads for llama.cpp (0 or unset: auto, the physical cores this process may use, "
+            "within its cgroup CPU quota, at most 8; never the machine's momentary load).",
+        ),
+    ] = None
+    n_ctx: Annotated[
+        int,
+        typer.Option(
+            "--n-ctx", help="Context window in tokens (at most the model's training length, which caps it)."
+        ),
+    ] = 2048
+    fuse: Annotated[
+        bool,
+        typer.Option(
+            "--fuse/--no-fuse",
+            help="Evaluate the rest of the prompt and the draft in one forward pass (the pass then counts as "
+            "generation time).",
+        ),
+    ] = False
+    verify_chunk: Annotated[
+        int,
+        typer.Option(
+            "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
+        ),
+    ] = 0
+    max_window: Annotated[
+        int,
+        typer.Option(
+            "--max-window",
+            help="Long-form streams (whole talks): cut the source into windows at sentence ends, and after "
+            "this many words when none comes; only the open window is re-translated.",
+        ),
+    ] = 30
+    context_sentences: Annotated[
+        int,
+        typer.Option(
+            "--context-sentences",
+            help="Long-form streams: committed sentence pairs put before the open window in the prompt.",
+        ),
+    ] = 1
+    n_gpu_layers: Annotated[
+        int | None,
+        typer.Option(
+            "--n-gpu-layers",
+            help="Model layers to offload to the GPU (-1: all, 0: CPU only). Default: all when this "
+            "llama-cpp-python build supports GPU offload, else 0.",
+        ),
+    ] = None
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            help="Decode N streams at once, their forward passes batched in one context (per-update times "
+            "are then batched; throughput is reported). 1 keeps single-stream decoding.",
+        ),
+    ] = 1
+    out: Annotated[
+        Path | None, out_option("Write the run directory here (without it the run is not kept).")
+    ] = None
+    resume: Annotated[
+        bool, typer.Option("--resume/--no-resume", help="Continue an unfinished run in -o/--out.")
+    ] = False
     overwrite: OverwriteOpt = False
     ne_tokenizer: NeTokenizerOpt = "auto"
     resegment: ResegmentOpt = DEFAULT_RESEGMENT
     comet_model: CometModelOpt = DEFAULT_COMET_MODEL
     # None tells "given" from the default, for the warning about a batch size without COMET
-    comet_batch_size: CometBatchSizeOpt = None
+    comet_batch_size: Annotated[
+        int | None,
+        typer.Option("--comet-batch-size", help=f"COMET batch size (default {DEFAULT_COMET_BATCH_SIZE})."),
+    ] = None
     require_comet: RequireCometOpt = False
 
     def engine(self) -> EngineSettings:
@@ -167,21 +153,23 @@ class RequestOptions:
         ``extra`` sets the other fields of EvalRequest (the sweep's extra_config)."""
         if self.comet_batch_size is not None and self.comet_model.strip().lower() in NO_COMET:
             err_console.print("[yellow]warning:[/] --comet-batch-size does nothing with --comet-model none")
+        batch = DEFAULT_COMET_BATCH_SIZE if self.comet_batch_size is None else self.comet_batch_size
+        same = (
+            "limit",
+            "out",
+            "resume",
+            "overwrite",
+            "ne_tokenizer",
+            "comet_model",
+            "require_comet",
+            "resegment",
+        )
         return EvalRequest(
             streams_path=self.streams or default_streams_file(),
             methods=methods,
             engine=engine or self.engine(),
-            limit=self.limit,
-            out=self.out,
-            resume=self.resume,
-            overwrite=self.overwrite,
-            ne_tokenizer=self.ne_tokenizer,
-            comet_model=self.comet_model,
-            comet_batch_size=(
-                DEFAULT_COMET_BATCH_SIZE if self.comet_batch_size is None else self.comet_batch_size
-            ),
-            require_comet=self.require_comet,
-            resegment=self.resegment,
+            comet_batch_size=batch,
+            **{name: getattr(self, name) for name in same},  # the fields of EvalRequest of the same name
             **extra,
         )
 

@@ -17,34 +17,6 @@ from simul.runs.evaluation import EvalOutcome, EvalRequest
 from simul.runs.ray_runner import LOCAL, RayOptions
 from simul.runs.shard import Shard, parse_shard
 
-ShardOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--shard",
-        help="Decode only shard K of N (K/N; streams are assigned by a hash of their id) into an ordinary "
-        "run directory; join the shards with `simul merge`.",
-    ),
-]
-RayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray",
-        help="Run the shards as Ray workers and merge them: 'local' (a bare --ray) starts a private Ray "
-        "instance, or give a cluster address (auto, HOST:PORT, ray://HOST:PORT). Needs simul[ray].",
-    ),
-]
-RayWorkersOpt = Annotated[int, typer.Option("--ray-workers", help="Ray workers (one model load each).")]
-RayShardsOpt = Annotated[
-    int | None, typer.Option("--ray-shards", help="Shards to cut the streams into. Default: 2 per worker.")
-]
-RayCpusOpt = Annotated[
-    float, typer.Option("--ray-cpus", help="CPUs per Ray worker (also its llama.cpp threads by default).")
-]
-RayGpusOpt = Annotated[float, typer.Option("--ray-gpus", help="GPUs per Ray worker.")]
-RayRetriesOpt = Annotated[
-    int, typer.Option("--ray-retries", help="Resume a shard whose worker died this many times.")
-]
-
 
 @dataclass(frozen=True)
 class Scaling:
@@ -56,13 +28,34 @@ class Scaling:
 class ScalingOptions:
     """The --shard and --ray* options, as a command gets them (simul.cli.option_groups)."""
 
-    shard: ShardOpt = None
-    ray: RayOpt = None
-    ray_workers: RayWorkersOpt = 2
-    ray_shards: RayShardsOpt = None
-    ray_cpus: RayCpusOpt = 1.0
-    ray_gpus: RayGpusOpt = 0.0
-    ray_retries: RayRetriesOpt = 2
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Decode only shard K of N (K/N; streams are assigned by a hash of their id) into an "
+            "ordinary run directory; join the shards with `simul merge`.",
+        ),
+    ] = None
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run the shards as Ray workers and merge them: 'local' (a bare --ray) starts a private Ray "
+            "instance, or give a cluster address (auto, HOST:PORT, ray://HOST:PORT). Needs simul[ray].",
+        ),
+    ] = None
+    ray_workers: Annotated[int, typer.Option("--ray-workers", help="Ray workers (one model load each).")] = 2
+    ray_shards: Annotated[
+        int | None,
+        typer.Option("--ray-shards", help="Shards to cut the streams into. Default: 2 per worker."),
+    ] = None
+    ray_cpus: Annotated[
+        float, typer.Option("--ray-cpus", help="CPUs per Ray worker (also its llama.cpp threads by default).")
+    ] = 1.0
+    ray_gpus: Annotated[float, typer.Option("--ray-gpus", help="GPUs per Ray worker.")] = 0.0
+    ray_retries: Annotated[
+        int, typer.Option("--ray-retries", help="Resume a shard whose worker died this many times.")
+    ] = 2
 
     def scaling(self) -> Scaling:
         if self.shard is not None and self.ray is not None:

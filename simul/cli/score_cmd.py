@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from simul.cli.aliases import command_class
-from simul.cli.common import JsonOpt, err_console, handle_errors, print_json, warn_being_written
-from simul.cli.scoring_options import RequireCometOpt, Resegmenter
+from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json, warn_being_written
+from simul.cli.scoring_options import RequireCometOpt, RescoreCometBatchOpt, RescoreCometModelOpt, Resegmenter
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt, markup
 from simul.metrics.comet import load_comet
@@ -35,13 +35,8 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def score_command(
         run_dir: Annotated[Path, typer.Argument(help="A run directory written by `simul eval --out`.")],
-        comet_model: Annotated[
-            str | None,
-            typer.Option(help="COMET model name or checkpoint path ('none' to skip). Default: the run's."),
-        ] = None,
-        comet_batch_size: Annotated[
-            int | None, typer.Option(help="COMET batch size. Default: the run's.")
-        ] = None,
+        comet_model: RescoreCometModelOpt = None,
+        comet_batch_size: RescoreCometBatchOpt = None,
         require_comet: RequireCometOpt = False,
         metric: Annotated[
             list[str] | None, typer.Option("--metric", "-m", help="Only show these metrics (repeatable).")
@@ -54,7 +49,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Score the finished streams of an unfinished run (never with --update).")
         ] = False,
         as_json: JsonOpt = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+        quiet: QuietOpt = False,
         resegment: Annotated[
             Resegmenter | None,
             typer.Option(

@@ -20,6 +20,17 @@ RESEGMENT_HELP = (
     "softsegmenter or with mwer (mweralign, simulstream's choice) before scoring."
 )
 ResegmentOpt = Annotated[Resegmenter, typer.Option("--resegment", help=RESEGMENT_HELP)]
+# score and merge: COMET again, as the run (or its shards) was scored unless given
+RescoreCometModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--comet-model",
+        help="COMET model name or checkpoint path ('none' to skip). Default: the one the run was made with.",
+    ),
+]
+RescoreCometBatchOpt = Annotated[
+    int | None, typer.Option("--comet-batch-size", help="COMET batch size. Default: the run's.")
+]
 RequireCometOpt = Annotated[
     bool, typer.Option("--require-comet/--no-require-comet", help="Fail when COMET cannot be loaded.")
 ]

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from simul.cli.aliases import command_class, print_keep_hint
-from simul.cli.common import err_console, handle_errors, print_json
+from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.ignored import refuse, sweep_mask_options
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
@@ -85,8 +85,8 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
-        as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
+        as_json: JsonOpt = False,
+        quiet: QuietOpt = False,
         *,
         request: RequestOptions,
         scale: ScalingOptions,

@@ -4,14 +4,15 @@ optional output or display-only mask-k, and the display policy (mask-k, or Local
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from simul.common.errors import UsageError
 
-MethodName = Literal["rt", "ssbd", "cd", "ext"]
+DecodedMethod = Literal["rt", "ssbd", "cd"]  # what simul decodes
+MethodName = Literal[DecodedMethod, "ext"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
-METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")  # what simul decodes
+METHOD_NAMES: tuple[DecodedMethod, ...] = get_args(DecodedMethod)
 EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
 DisplayPolicy = Literal["mask", "local-agreement"]
 DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")

@@ -19,25 +19,13 @@ from simul.cli.common import err_console, handle_errors, print_json
 from simul.cli.ignored import refuse
 from simul.cli.option_groups import changed, with_group
 from simul.cli.streams_cmd.common import (
-    AlignOption,
-    AsrBeamOption,
-    AsrComputeOption,
-    AsrModelOption,
-    AsrThreadsOption,
-    AsrWindowOption,
-    FormatOption,
     JsonOption,
     LimitOption,
     LongformOption,
-    MaxGapOption,
     OutOption,
-    PartialsOption,
     RefFilesOption,
     SegmentsOption,
-    StableOption,
     StartOption,
-    TimeUnitOption,
-    VadOption,
     src_lang_option,
     summary_line,
     tgt_lang_option,
@@ -49,7 +37,8 @@ from simul.common.languages import get_language
 from simul.common.safe_text import markup
 from simul.streams.acl6060 import acl6060_segments
 from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
-from simul.streams.asr.recognizer import RecognizerOptions
+from simul.streams.asr.partials import StablePolicy
+from simul.streams.asr.recognizer import AsrWindow, ComputeType, RecognizerOptions, Vad
 from simul.streams.asr.run import AudioSettings, recognize_segments
 from simul.streams.longform import (
     DEFAULT_LONGFORM_INTERVAL_MS,
@@ -61,6 +50,7 @@ from simul.streams.longform import (
 )
 from simul.streams.partials import DEFAULT_MAX_GAP_MS, PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
+from simul.streams.partials.formats import AlignMode, PartialsFormat, TimeUnit
 from simul.streams.segments import Segment, line_segments, select
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
 
@@ -69,24 +59,60 @@ from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
 class PartialsOptions:
     """Reading a recognizer's output (--partials) and fitting its words to the segments."""
 
-    partials: PartialsOption = None
-    partials_format: FormatOption = None
-    time_unit: TimeUnitOption = None
-    align: AlignOption = "text"
-    max_gap_ms: MaxGapOption = DEFAULT_MAX_GAP_MS
+    partials: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--partials",
+            metavar="<file>",
+            help="Recognizer output, FILE or TALK=FILE (repeatable; a talk id in the file name also works).",
+        ),
+    ] = None
+    partials_format: Annotated[
+        PartialsFormat | None,
+        typer.Option("--partials-format", help="Format of --partials (default: from the file suffix)."),
+    ] = None
+    time_unit: Annotated[
+        TimeUnit | None,
+        typer.Option("--time-unit", help="Unit of the times in --partials (default: sltev cs, else ms)."),
+    ] = None
+    align: Annotated[
+        AlignMode, typer.Option("--align", help="Assign recognized words to segments by text or by time.")
+    ] = "text"
+    max_gap_ms: Annotated[
+        float, typer.Option(help="Words up to this far (ms) outside every segment go to the nearest one.")
+    ] = DEFAULT_MAX_GAP_MS
 
 
 @dataclass(frozen=True)
 class AsrOptions:
     """Recognizing audio (acl6060 --audio-dir, asr --audio): the recognizer and the partials it shows."""
 
-    stable: StableOption = "none"
-    asr_model: AsrModelOption = None
-    asr_window: AsrWindowOption = "trimmed"
-    vad: VadOption = "silero"
-    asr_compute_type: AsrComputeOption = "int8"
-    asr_beam_size: AsrBeamOption = 1
-    asr_threads: AsrThreadsOption = 0
+    stable: Annotated[
+        StablePolicy,
+        typer.Option(
+            "--stable",
+            help="Partials shown: all, or what the last two agree on (local-agreement: LocalAgreement-2).",
+        ),
+    ] = "none"
+    asr_model: Annotated[
+        Path | None,
+        typer.Option(
+            help="faster-whisper (CTranslate2) model folder. Default: Whisper base from the simul[asr] "
+            "packages."
+        ),
+    ] = None
+    asr_window: Annotated[
+        AsrWindow,
+        typer.Option(
+            "--asr-window", help="Encoder input: the audio so far + 3 s (trimmed) or 30 s windows (padded)."
+        ),
+    ] = "trimmed"
+    vad: Annotated[Vad, typer.Option("--vad", help="Speech gate before Whisper.")] = "silero"
+    asr_compute_type: Annotated[
+        ComputeType, typer.Option("--asr-compute-type", help="CTranslate2 compute type.")
+    ] = "int8"
+    asr_beam_size: Annotated[int, typer.Option(help="Whisper beam size (1: greedy).")] = 1
+    asr_threads: Annotated[int, typer.Option(help="CPU threads for Whisper (0: min(4, cores)).")] = 0
 
     def settings(self, interval_ms: float | None, language: str) -> AudioSettings:
         options = RecognizerOptions(
@@ -322,7 +348,14 @@ def _acl6060_audio(
             f"were skipped (talks {', '.join(talks[:5])}{', ...' if len(talks) > 5 else ''})",
             label="note",
         )
-    recognized = _recognize(items, settings, "en", tgt)
+    return _write_recognized(out, items, settings, "en", tgt, what)
+
+
+def _write_recognized(
+    out: Path, items: list[AudioSegment], settings: AudioSettings, src: str, tgt: str, what: str
+) -> tuple[int, dict[str, Any]]:
+    """Recognize the segments' audio (acl6060 --audio-dir, asr --audio) and write a stream per segment."""
+    recognized = _recognize(items, settings, src, tgt)
     _report_audio(recognized)
     count = write_output(out, recognized.streams)
     summary_line(count, out, 0, f"{what}, {_audio_what(recognized, settings)}")
@@ -522,11 +555,7 @@ def _asr_audio(
     items = file_segments(audio, dataset, segments, refs, source, split_silence_ms)
     by_id = {item.segment.id: item for item in items}
     chosen_items = [by_id[s.id] for s in select([i.segment for i in items], start, limit)]
-    recognized = _recognize(chosen_items, settings, src, tgt)
-    _report_audio(recognized)
-    count = write_output(out, recognized.streams)
-    summary_line(count, out, 0, f"{dataset} {src}->{tgt}, {_audio_what(recognized, settings)}")
-    return count, recognized.summary()
+    return _write_recognized(out, chosen_items, settings, src, tgt, f"{dataset} {src}->{tgt}")
 
 
 def _longform_talks(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from simul.cli.common import err_console, handle_errors, one_of, print_json
+from simul.cli.common import err_console, handle_errors, print_json
 from simul.cli.streams_cmd.common import (
     JsonOption,
     LimitOption,
@@ -22,17 +22,10 @@ from simul.cli.streams_cmd.common import (
 )
 from simul.common.errors import UsageError
 from simul.common.languages import get_language
-from simul.streams.fixed_lag import UNITS
+from simul.streams.fixed_lag import LagUnit
 from simul.streams.flores import flores_streams
-from simul.streams.parallel_text import TEXT_FORMATS
+from simul.streams.parallel_text import TextFormat
 from simul.streams.text_streams import TextRequest, text_documents, text_streams
-
-if TYPE_CHECKING:
-    TextFormat = str
-    Unit = str
-else:
-    TextFormat = one_of(TEXT_FORMATS)
-    Unit = one_of(UNITS)
 
 
 @handle_errors
@@ -83,7 +76,7 @@ def text_command(
     langpair: Annotated[str | None, typer.Option(help="Language pair of --testset, e.g. en-de.")] = None,
     lag: Annotated[int, typer.Option(help="Units revealed per step.")] = 3,
     unit: Annotated[
-        Unit | None,
+        LagUnit | None,
         typer.Option("--unit", help="Unit of --lag (default: char for zh/ja/th sources, else word)."),
     ] = None,
     name: Annotated[
