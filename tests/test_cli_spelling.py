@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -140,6 +141,15 @@ def spelling_problems(commands: list[tuple[str, Any]]) -> list[str]:
 def test_every_command_spells_each_concept_one_way() -> None:
     assert len(COMMANDS_FOUND) >= 16  # every command and streams subcommand was walked
     assert spelling_problems(COMMANDS_FOUND) == []
+
+
+OLD_WORDS = re.compile(r"(?<![\w-])(--output|--src|--tgt|--reference|--display|--agreement)(?![\w-])")
+
+
+def test_no_help_text_names_an_old_spelling() -> None:
+    """The prose of every --help (what an option needs, what it replaces) uses the new spellings too."""
+    found = {path: OLD_WORDS.findall(help_text(path)) for path, _ in COMMANDS_FOUND}
+    assert {path: words for path, words in found.items() if words} == {}
 
 
 def test_the_walk_finds_a_concept_spelled_two_ways() -> None:
