@@ -276,7 +276,6 @@ def acl6060_command(
 
     With --longform, one stream per talk (the growing talk transcript; simulated timing unless --partials
     gives the recognizer's talk-level output); --limit N then keeps each talk's first N segments."""
-    tgt = get_language(tgt_lang).short
     if longform:
         refuse(
             (
@@ -293,6 +292,7 @@ def acl6060_command(
         )
         all_segments, _ = acl6060_segments(data_dir, split, tgt_lang, segments)
         names = (f"acl6060-{split}", f"acl6060 {split}")
+        tgt = get_language(tgt_lang).short
         _longform_talks(
             out, all_segments, names, "en", tgt, talk or [], limit, partials, simulated, interval_ms, as_json
         )
@@ -324,6 +324,7 @@ def acl6060_command(
     refuse(other)
     all_segments, _ = acl6060_segments(data_dir, split, tgt_lang, segments)
     chosen = select(all_segments, start, limit)
+    tgt = get_language(tgt_lang).short
     what = f"acl6060 {split} en->{tgt}"
     if mode == "--audio-dir":
         assert audio_dir is not None
