@@ -110,7 +110,7 @@ $(CI_MODEL): $(STAMP) simul/testing/tiny_gguf.py simul/testing/code_machine.py
 
 ci-regression: $(CI_MODEL)
 	$(CI_EVAL) --out $(VENV)/ci/run --overwrite
-	$(BIN)/simul diff .ci/baseline-tiny $(VENV)/ci/run --format markdown
+	$(BIN)/simul diff .ci/baseline-tiny $(VENV)/ci/run --markdown
 
 ci-baseline: $(CI_MODEL)
 	$(CI_EVAL) --out .ci/baseline-tiny --overwrite

@@ -31,7 +31,7 @@ TWO_CITIES = fixtures_dir() / "audio" / "two_cities_16k.wav"
 
 
 def test_yaml_rows_cut_the_talk() -> None:
-    items = file_segments(TALK, "talk", YAML, DE, EN)
+    items = file_segments(TALK, "talk", YAML, [DE], EN)
     assert [i.segment.id for i in items] == ["talk-1", "talk-2"]
     first, second = (i.segment for i in items)
     assert (first.offset_ms, first.duration_ms) == (590.0, 2818.0)
@@ -61,7 +61,7 @@ def test_acl6060_layout_with_audio_dir() -> None:
 def test_whole_file_is_one_segment_without_yaml(tmp_path: Path) -> None:
     ref = tmp_path / "ref.de"
     ref.write_text("Es war die beste der Zeiten, es war die schlimmste der Zeiten.\n", encoding="utf-8")
-    (item,) = file_segments(TWO_CITIES, "tc", reference=ref)
+    (item,) = file_segments(TWO_CITIES, "tc", references=[ref])
     assert item.segment.offset_ms == 0.0 and item.segment.duration_ms == pytest.approx(4700.0)
     assert item.segment.reference is not None and item.segment.source == ""
     two = tmp_path / "two.de"
@@ -69,7 +69,7 @@ def test_whole_file_is_one_segment_without_yaml(tmp_path: Path) -> None:
     with pytest.raises(
         SimulError, match=r"has 2 lines but there are 1 segments \(without --segments the whole"
     ):
-        file_segments(TWO_CITIES, "tc", reference=two)
+        file_segments(TWO_CITIES, "tc", references=[two])
 
 
 def test_split_on_silence_gives_one_segment_per_sentence() -> None:
@@ -84,10 +84,10 @@ def test_reference_count_must_match_the_yaml(tmp_path: Path) -> None:
     ref = tmp_path / "ref.de"
     ref.write_text("nur eine Zeile\n", encoding="utf-8")
     with pytest.raises(SimulError, match=rf"ref\.de has 1 lines but there are 2 segments \(rows of {YAML}\)"):
-        file_segments(TALK, "talk", YAML, ref)
+        file_segments(TALK, "talk", YAML, [ref])
     ref.write_text("eins\n\n", encoding="utf-8")
     with pytest.raises(SimulError, match=r"ref\.de:2: empty line"):
-        file_segments(TALK, "talk", YAML, ref)
+        file_segments(TALK, "talk", YAML, [ref])
 
 
 def test_multi_talk_yaml_picks_the_audio_files_talk(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_multi_talk_yaml_picks_the_audio_files_talk(tmp_path: Path) -> None:
     )
     ref = tmp_path / "ref.de"
     ref.write_text("andere\nHallo\n", encoding="utf-8")
-    (item,) = file_segments(TALK, "t", yaml, ref)
+    (item,) = file_segments(TALK, "t", yaml, [ref])
     assert item.segment.id == "t-2" and item.segment.reference == "Hallo"
     renamed = tmp_path / "renamed.wav"
     shutil.copy(TALK, renamed)
@@ -150,29 +150,41 @@ def _run(args: list[str], out: Path) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["asr", "--tgt", "de"], 2, "pass the recognizer output with --partials FILE, or an audio file"),
+        (["asr", "--tgt-lang", "de"], 2, "pass the recognizer output with --partials FILE, or an audio file"),
         (
-            ["asr", "--tgt", "de", "--audio", str(TALK), "--partials", "x.txt"],
+            ["asr", "--tgt-lang", "de", "--audio", str(TALK), "--partials", "x.txt"],
             2,
             "or an audio file to recognize",
         ),
         (
-            ["asr", "--tgt", "de", "--audio", "/nonexistent/a.wav"],
+            ["asr", "--tgt-lang", "de", "--audio", "/nonexistent/a.wav"],
             1,
             "audio file /nonexistent/a.wav does not exist",
         ),
-        (["asr", "--tgt", "de", "--audio", str(TALK), "--stable", "la3"], 2, "unknown --stable 'la3'"),
-        (["asr", "--tgt", "de", "--audio", str(TALK), "--vad", "webrtc"], 2, "unknown --vad 'webrtc'"),
         (
-            ["asr", "--tgt", "de", "--audio", str(TALK), "--interval-ms", "0"],
+            ["asr", "--tgt-lang", "de", "--audio", str(TALK), "--stable", "la3"],
+            2,
+            "Invalid value for '--stable'",
+        ),
+        (
+            ["asr", "--tgt-lang", "de", "--audio", str(TALK), "--vad", "webrtc"],
+            2,
+            "Invalid value for '--vad'",
+        ),
+        (
+            ["asr", "--tgt-lang", "de", "--audio", str(TALK), "--interval-ms", "0"],
             2,
             "--interval-ms must be positive",
         ),
-        (["asr", "--tgt", "de", "--audio", str(TALK), "--align", "time"], 2, "only apply with --partials"),
+        (
+            ["asr", "--tgt-lang", "de", "--audio", str(TALK), "--align", "time"],
+            2,
+            "only apply with --partials",
+        ),
         (
             [
                 "asr",
-                "--tgt",
+                "--tgt-lang",
                 "de",
                 "--audio",
                 str(TALK),
@@ -185,12 +197,12 @@ def _run(args: list[str], out: Path) -> tuple[int, str]:
             "--split-silence-ms only applies without --segments",
         ),
         (
-            ["asr", "--tgt", "de", "--audio", str(TALK), "--asr-model", "/nonexistent/model"],
+            ["asr", "--tgt-lang", "de", "--audio", str(TALK), "--asr-model", "/nonexistent/model"],
             1,
             "--asr-model /nonexistent/model does not exist",
         ),
         (
-            ["asr", "--tgt", "de", "--partials", "x.txt", "--stable", "local-agreement"],
+            ["asr", "--tgt-lang", "de", "--partials", "x.txt", "--stable", "local-agreement"],
             2,
             "only apply with --audio",
         ),
@@ -212,7 +224,9 @@ def test_cli_errors(tmp_path: Path, args: list[str], code: int, message: str) ->
 def test_corrupt_audio_through_the_cli(tmp_path: Path) -> None:
     bad = tmp_path / "talk.wav"
     bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunkjunkjunk")
-    exit_code, stderr = _run(["streams", "asr", "--tgt", "de", "--audio", str(bad)], tmp_path / "s.jsonl")
+    exit_code, stderr = _run(
+        ["streams", "asr", "--tgt-lang", "de", "--audio", str(bad)], tmp_path / "s.jsonl"
+    )
     assert exit_code == 1 and "cannot read audio file" in stderr
 
 

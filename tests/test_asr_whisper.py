@@ -84,7 +84,7 @@ def test_silence_gives_no_transcript(recognizer: WhisperRecognizer, tmp_path: Pa
     path = tmp_path / "quiet.wav"
     write_wav(path, hiss)
     result = runner.invoke(
-        app, ["streams", "asr", "--audio", str(path), "--tgt", "de", "-o", str(tmp_path / "q.jsonl")]
+        app, ["streams", "asr", "--audio", str(path), "--tgt-lang", "de", "-o", str(tmp_path / "q.jsonl")]
     )
     assert result.exit_code == 1
     assert "1 segments gave no transcript" in result.stderr and "no streams to write" in result.stderr
@@ -96,7 +96,7 @@ def test_partials_grow_revise_and_are_timed(tmp_path: Path) -> None:
     ref.write_text("Es war die beste der Zeiten, es war die schlimmste der Zeiten.\n", encoding="utf-8")
     out = tmp_path / "tc.jsonl"
     args = ["streams", "asr", "--audio", str(TWO_CITIES), "--source", str(AUDIO / "two_cities_16k.txt")]
-    result = runner.invoke(app, [*args, "--ref", str(ref), "--tgt", "de", "-o", str(out), "--json"])
+    result = runner.invoke(app, [*args, "--ref", str(ref), "--tgt-lang", "de", "-o", str(out), "--json"])
     assert result.exit_code == 0, result.output
     assert (
         f"wrote 1 streams to {out}" in result.stderr and "whisper-base partials every 500 ms" in result.stderr
@@ -129,7 +129,7 @@ def test_acl6060_audio_dir_with_local_agreement(tmp_path: Path) -> None:
         str(ACL),
         "--audio-dir",
         str(ACL),
-        "--tgt",
+        "--tgt-lang",
         "de",
         "--limit",
         "1",

@@ -148,8 +148,8 @@ def test_pass_widths_interpolate_and_price_a_runs_drafts() -> None:
 
 
 def test_verification_passes_from_step_records() -> None:
-    from simul.cli.bench_cmd import verification_passes
     from simul.decoding.records import StepRecord, StreamResult
+    from simul.reports.bench import verification_passes
 
     def step(rows: int) -> StepRecord:
         return StepRecord(

@@ -20,8 +20,8 @@ runner = CliRunner()
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--template", "bogus"], "unknown --template 'bogus'"),
-        (["--ne-tokenizer", "bogus"], "unknown --ne-tokenizer 'bogus'"),
+        (["--template", "bogus"], "Invalid value for '--template'"),
+        (["--ne-tokenizer", "bogus"], "Invalid value for '--ne-tokenizer'"),
         (["--limit", "0"], "--limit must be at least 1"),
         (["--resume"], "--resume needs --out"),
         (["--verify-chunk", "-1"], "--verify-chunk must be 0"),

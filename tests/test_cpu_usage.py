@@ -15,7 +15,6 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.cli.bench_cmd import bench_table
 from simul.machine.cpu_usage import (
     MIN_SHARE,
     CpuMeter,
@@ -24,6 +23,7 @@ from simul.machine.cpu_usage import (
     judge,
     runqueue_seconds,
 )
+from simul.reports.bench_tables import bench_table
 from simul.reports.tables import methods_table
 from simul.reports.timing_notes import TimingNotes
 from simul.request.methods import Method
@@ -271,7 +271,7 @@ def test_score_and_diff_mark_unreliable_timings(run_dir: Path, tmp_path: Path) -
     assert scored.exit_code == 0, scored.output
     assert "speed figures unreliable" in scored.stderr and "got 43% of the CPU time" in scored.stderr
 
-    result = runner.invoke(app, ["diff", str(quiet), str(busy), "--format", "json", "--bootstrap", "0"])
+    result = runner.invoke(app, ["diff", str(quiet), str(busy), "--json", "--bootstrap", "0"])
     doc = json.loads(result.stdout)
     ssbd = next(m for m in doc["methods"] if m["new"] == SSBD.key)
     rows = {r["name"]: r for r in ssbd["metrics"]}
@@ -285,7 +285,7 @@ def test_score_and_diff_mark_unreliable_timings(run_dir: Path, tmp_path: Path) -
     assert _line(ssbd_part, "TPS ").count("!") == 1  # the new run's figure only
     assert "new run: got 43% of the CPU time it asked for" in table.stderr
 
-    md = runner.invoke(app, ["diff", str(busy), str(quiet), "--format", "markdown", "--bootstrap", "0"])
+    md = runner.invoke(app, ["diff", str(busy), str(quiet), "--markdown", "--bootstrap", "0"])
     assert "> ! speed figures unreliable" in md.stdout and "base run: got 43%" in md.stdout
 
 

@@ -66,7 +66,7 @@ def test_identical_runs_pass(base_run: Path) -> None:
 def test_improvement_passes(base_run: Path, tmp_path: Path) -> None:
     better = variant(base_run, tmp_path / "better", lambda sid, ref: ref)
     # replacing only the final outputs also erases more at the last step: NE is not what this test is about
-    code, out, _ = diff(str(base_run), str(better), "--format", "json", *NO_NE)
+    code, out, _ = diff(str(base_run), str(better), "--json", *NO_NE)
     assert code == 0
     doc = json.loads(out)
     ssbd = next(m for m in doc["methods"] if m["new"] != "rt")
@@ -78,7 +78,7 @@ def test_improvement_passes(base_run: Path, tmp_path: Path) -> None:
 def test_regression_exits_3(base_run: Path, tmp_path: Path) -> None:
     worse = variant(base_run, tmp_path / "worse", lambda sid, ref: "zzz qqq")
     better = variant(base_run, tmp_path / "better", lambda sid, ref: ref)
-    code, out, err = diff(str(better), str(worse), "--format", "json")
+    code, out, err = diff(str(better), str(worse), "--json")
     assert code == 3, err
     doc = json.loads(out)
     label = next(m["label"] for m in doc["methods"] if m["new"] != "rt")
@@ -104,8 +104,7 @@ def test_change_within_noise_is_reported_as_such(base_run: Path, tmp_path: Path)
         "chrf=0",
         "--max-drop",
         "bleu=0",
-        "--format",
-        "json",
+        "--json",
         *NO_NE,
     )
     # the threshold decides the exit code ...
@@ -132,14 +131,14 @@ def test_mismatched_streams_are_refused(base_run: Path, tiny_model: Path, tmp_pa
     assert made.exit_code == 0, made.output
     code, _, err = diff(str(base_run), str(other))
     assert code == 2 and "different streams" in err
-    code, out, _ = diff(str(base_run), str(other), "--force", "--format", "json")
+    code, out, _ = diff(str(base_run), str(other), "--force", "--json")
     # forced, the runs are compared: RT's NE on the first two streams is higher than on all four
     assert code == 3 and {r["metric"] for r in json.loads(out)["regressions"]} == {"ne", "ne_display"}
 
 
 def test_markdown_report(base_run: Path, tmp_path: Path) -> None:
     worse = variant(base_run, tmp_path / "worse", lambda sid, ref: "zzz")
-    code, out, _ = diff(str(base_run / "run.json"), str(worse), "--format", "markdown")
+    code, out, _ = diff(str(base_run / "run.json"), str(worse), "--markdown")
     assert code == 3  # outputs replaced by "zzz": a regression
     assert out.startswith("## simul diff")
     assert "| metric | base | new | delta | limit | paired bootstrap | verdict |" in out
@@ -152,4 +151,4 @@ def test_bad_thresholds_and_inputs(base_run: Path, tmp_path: Path) -> None:
     # an unknown metric is a usage error
     assert diff(str(base_run), str(base_run), "--max-drop", "bleurt=1")[0] == 2
     assert diff(str(base_run), str(tmp_path / "missing"))[0] == 1
-    assert diff(str(base_run), str(base_run), "--format", "xml")[0] == 2
+    assert diff(str(base_run), str(base_run), "--json", "--markdown")[0] == 2

@@ -48,7 +48,7 @@ def test_without_pair_the_runs_share_no_method(runs: tuple[Path, Path]) -> None:
 
 def test_pair_compares_rt_with_the_ingested_system(runs: tuple[Path, Path]) -> None:
     mine, theirs = runs
-    code, stdout, _ = _diff(str(mine), str(theirs), "--pair", f"rt={EXT}", "--format", "json")
+    code, stdout, _ = _diff(str(mine), str(theirs), "--pair", f"rt={EXT}", "--json")
     report = json.loads(stdout)
     assert [(m["base"], m["new"]) for m in report["methods"]] == [("rt", EXT)]
     assert report["methods"][0]["label"] == "RT -> EXT(simul_outputs)"
@@ -64,20 +64,20 @@ def test_a_regression_through_a_pair_exits_3(runs: tuple[Path, Path]) -> None:
     code, _, output = _diff(str(theirs), str(mine), "--pair", f"{EXT}=rt")
     assert code == 3
     assert "regression:" in output and "chrF (EXT(simul_outputs) -> RT)" in output
-    code, stdout, _ = _diff(str(theirs), str(mine), "--pair", f"{EXT}=rt", "--format", "markdown")
+    code, stdout, _ = _diff(str(theirs), str(mine), "--pair", f"{EXT}=rt", "--markdown")
     assert code == 3 and "### EXT(simul_outputs) -> RT" in stdout and "**REGRESSION**" in stdout
 
 
 def test_pairs_are_repeatable_and_same_keys_still_pair(runs: tuple[Path, Path]) -> None:
     mine, _ = runs
     code, stdout, _ = _diff(
-        str(mine), str(mine), "--pair", "rt=ssbd-b0.2", "--pair", "ssbd-b0.2=rt", "--format", "json"
+        str(mine), str(mine), "--pair", "rt=ssbd-b0.2", "--pair", "ssbd-b0.2=rt", "--json"
     )
     report = json.loads(stdout)
     assert code == report["exit_code"]
     assert [(m["base"], m["new"]) for m in report["methods"]] == [("rt", "ssbd-b0.2"), ("ssbd-b0.2", "rt")]
     assert not any("not compared" in note for note in report["notes"])
-    _, stdout, _ = _diff(str(mine), str(mine), "--pair", "rt=ssbd-b0.2", "--format", "json")
+    _, stdout, _ = _diff(str(mine), str(mine), "--pair", "rt=ssbd-b0.2", "--json")
     report = json.loads(stdout)
     # the pair takes base rt and new ssbd-b0.2; the one method left on each side pairs as before --pair
     assert [(m["base"], m["new"]) for m in report["methods"]] == [("rt", "ssbd-b0.2"), ("ssbd-b0.2", "rt")]

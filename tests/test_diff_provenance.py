@@ -113,7 +113,7 @@ def test_signatures_split_into_parameters_and_provenance() -> None:
 
 def test_a_baseline_from_before_a_sacrebleu_upgrade_diffs_with_a_note(new_run: Path, tmp_path: Path) -> None:
     old = copy_run(tmp_path / "old", as_old(sacrebleu="2.5.1"), comet=None)
-    code, out, err = diff(old, new_run, "--format", "json", "--allow-missing", "comet")
+    code, out, err = diff(old, new_run, "--json", "--allow-missing", "comet")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["comparable"] and doc["regressions"] == []
@@ -149,7 +149,7 @@ def test_a_comet_upgrade_and_batch_size_are_provenance(
         run["signatures"]["comet"] = run["signatures"]["comet"].replace("batch:16", "batch:8")
 
     old = copy_run(tmp_path / "old", older_comet, comet=comet_scores)
-    code, out, err = diff(old, new_run, "--format", "json")
+    code, out, err = diff(old, new_run, "--json")
     assert code == 0, err
     changes = {(c["what"], c["base"], c["new"]) for c in json.loads(out)["provenance"]}
     assert {("comet signature version", "2.1.0", "2.2.7"), ("comet signature batch", "8", "16")} <= changes
@@ -203,7 +203,7 @@ def test_a_metric_the_new_run_lacks_is_refused_unless_allowed(new_run: Path, tmp
     assert code == 2
     assert "the new run has no COMET for RT, SSBD" in text and "not in the cache" in text
     assert "--allow-missing comet" in text
-    code, out, _ = diff(new_run, lacking, "--allow-missing", "comet", "--format", "json")
+    code, out, _ = diff(new_run, lacking, "--allow-missing", "comet", "--json")
     assert code == 0 and json.loads(out)["allow_missing"] == ["comet"]
     # a metric without a threshold decides nothing: switching COMET's off also lets the run through
     assert diff(new_run, lacking, "--max-drop", "comet=none")[0] == 0
@@ -218,7 +218,7 @@ def test_other_cpu_instruction_sets_are_noted_never_refused(new_run: Path, tmp_p
         run["environment"]["cpu_isa"] = ["avx", "avx2", "fma", "amx_int8"]
 
     other = copy_run(tmp_path / "other", other_cpu)
-    code, out, err = diff(new_run, other, "--format", "json", "--strict-versions", "--allow-missing", "comet")
+    code, out, err = diff(new_run, other, "--json", "--strict-versions", "--allow-missing", "comet")
     assert code == 0, err
     doc = json.loads(out)
     change = next(c for c in doc["provenance"] if c["what"] == "CPU instruction sets")

@@ -53,9 +53,9 @@ def test_methods_record_the_display_policy() -> None:
     )
     with pytest.raises(UsageError, match="replaces display-only mask-k"):
         Method("ssbd", beta=0.2, mask_k=3, display="local-agreement")
-    with pytest.raises(UsageError, match="--display"):
+    with pytest.raises(UsageError, match="the display must be mask or local-agreement"):
         Method("ssbd", beta=0.2, display="bogus")  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match="--agreement"):
+    with pytest.raises(UsageError, match="--local-agreement must be 1 or more"):
         Method("ssbd", beta=0.2, display="local-agreement", agreement=0)
 
 
@@ -87,11 +87,9 @@ def test_local_agreement_changes_only_the_display(tiny_backend: LlamaBackend) ->
 def test_eval_accepts_the_display_policy(tiny_model: Path, tmp_path: Path) -> None:
     streams = tmp_path / "streams.jsonl"
     write_streams(streams, make_streams()[:1])
-    result = runner.invoke(
-        app, eval_args(tiny_model, streams, "--display", "local-agreement", "--agreement", "3", "--json")
-    )
+    result = runner.invoke(app, eval_args(tiny_model, streams, "--local-agreement", "3", "--json"))
     assert result.exit_code == 0, result.output
     keys = [m["key"] for m in json.loads(result.stdout)["methods"]]
     assert keys == ["rt", "ssbd-b0.2-la3"]
-    bad = runner.invoke(app, eval_args(tiny_model, streams, "--display", "local-agreement", "--mask-k", "3"))
-    assert bad.exit_code == 2 and "replaces display-only mask-k" in bad.output
+    bad = runner.invoke(app, eval_args(tiny_model, streams, "--local-agreement", "2", "--mask-k", "3"))
+    assert bad.exit_code == 2 and "--local-agreement replaces display-only mask-k" in bad.output

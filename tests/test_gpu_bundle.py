@@ -255,8 +255,8 @@ def test_streams_are_100_flores_devtest_en_de_at_lag_3(tool: ModuleType) -> None
     assert pairs == {
         "--data-dir": "data/flores200",
         "--split": "devtest",
-        "--src": "eng_Latn",
-        "--tgt": "deu_Latn",
+        "--src-lang": "eng_Latn",
+        "--tgt-lang": "deu_Latn",
         "--lag": "3",
         "--limit": "100",
         "-o": "out.jsonl",

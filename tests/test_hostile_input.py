@@ -134,7 +134,7 @@ def test_tables_of_a_run_never_print_raw_controls(evil_run: Path) -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
         assert not has_unsafe(result.stderr)
-    markdown = runner.invoke(app, ["diff", str(evil_run), str(evil_run), "--format", "markdown"])
+    markdown = runner.invoke(app, ["diff", str(evil_run), str(evil_run), "--markdown"])
     assert markdown.exit_code == 0 and not has_unsafe(markdown.stdout)
 
 

@@ -169,7 +169,7 @@ def test_every_value_of_a_run_file_is_checked_or_escaped(
         commands = [
             ["score", str(run)],
             ["diff", str(base), str(run), "--bootstrap", "5"],
-            ["diff", str(base), str(run), "--bootstrap", "5", "--format", "markdown"],
+            ["diff", str(base), str(run), "--bootstrap", "5", "--markdown"],
             ["show", str(run), "--stream", "s0"],
         ]
         if name != RUN_FILE:  # export reads the same run.json values as show; the JSON-lines files vary more

@@ -391,7 +391,7 @@ def test_diff_pairs_a_simul_long_form_run_with_an_ingested_one(runs: tuple[Path,
     assert "RT -> EXT(omnisteval)" in result.output
     for title in ("chrF", "BLEU", "LongYAAL", "LongLAAL CA"):
         assert re.search(rf"│ {re.escape(title)}\s+│", result.output), (title, result.output)
-    report = _diff(mine, theirs, "--format", "json")
+    report = _diff(mine, theirs, "--json")
     assert report.exit_code == 0, report.output
     rows = {r["name"]: r for r in json.loads(report.stdout)["methods"][0]["metrics"]}
     ingested = _metrics(theirs)

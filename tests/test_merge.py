@@ -144,7 +144,7 @@ def test_merged_run_equals_single_process_run(runs: dict[str, Path]) -> None:
     assert rt["counts"]["gen_seconds"] == pytest.approx(gen, abs=1e-3)
     # tps is rounded to 2 decimals; gen_seconds per shard to 6
     assert rt["metrics"]["tps"] == pytest.approx(rt["counts"]["output_tokens"] / gen, rel=1e-3)
-    diff = runner.invoke(app, ["diff", str(single), str(merged), "--format", "json"])
+    diff = runner.invoke(app, ["diff", str(single), str(merged), "--json"])
     assert diff.exit_code == 0, diff.output
 
 

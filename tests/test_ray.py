@@ -66,7 +66,7 @@ def test_ray_run_equals_single_process_run(
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "complete" and len(run["shards"]) >= 2
     assert all(Path(s["path"]).parent == out / "shards" for s in run["shards"])
-    diff = runner.invoke(app, ["diff", str(single), str(out), "--format", "json"])
+    diff = runner.invoke(app, ["diff", str(single), str(out), "--json"])
     assert diff.exit_code == 0, diff.output
     # a finished Ray run is not started again by accident
     again = runner.invoke(app, eval_args(tiny_model, streams_file, *args))

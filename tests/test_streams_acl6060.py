@@ -231,7 +231,7 @@ def test_xml_talk_without_yaml_rows(tmp_path: Path) -> None:
 
 def test_line_segments_without_reference() -> None:
     sltev = fixtures_dir() / "asr" / "sltev"
-    segments = line_segments(sltev / "kaccNlwi6lUCEM.en.OSt", None, "sltev", "kacc")
+    segments = line_segments(sltev / "kaccNlwi6lUCEM.en.OSt", [], "sltev", "kacc")
     assert len(segments) == 10
     assert segments[1].id == "sltev-2" and segments[1].source == "her father"
     assert segments[1].reference is None and segments[1].talk == "kacc" and not segments[1].timed

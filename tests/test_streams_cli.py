@@ -22,7 +22,19 @@ def test_flores_default_sample(tmp_path: Path) -> None:
     out = tmp_path / "f.jsonl"
     result = runner.invoke(
         app,
-        ["streams", "flores", "--tgt", "jpn_Jpan", "--lag", "2", "--limit", "5", "-o", str(out), "--json"],
+        [
+            "streams",
+            "flores",
+            "--tgt-lang",
+            "jpn_Jpan",
+            "--lag",
+            "2",
+            "--limit",
+            "5",
+            "-o",
+            str(out),
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert (
@@ -37,17 +49,10 @@ def test_flores_default_sample(tmp_path: Path) -> None:
 @pytest.mark.data
 def test_flores_real_devtest(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "f.jsonl"
-    args = [
-        "streams",
-        "flores",
-        "--data-dir",
-        str(shared_data / "flores200"),
-        "--tgt",
-        "zho_Hans",
-        "-o",
-        str(out),
-    ]
-    result = runner.invoke(app, args)
+    data = str(shared_data / "flores200")
+    result = runner.invoke(
+        app, ["streams", "flores", "--data-dir", data, "--tgt-lang", "zho_Hans", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 1012 streams" in result.stderr
     assert len(read_streams(out)) == 1012
@@ -58,7 +63,7 @@ def test_acl6060_simulated_on_the_shipped_sample(tmp_path: Path) -> None:
     args = [
         "streams",
         "acl6060",
-        "--tgt",
+        "--tgt-lang",
         "zh",
         "--simulate",
         "--word-times",
@@ -95,7 +100,7 @@ def test_acl6060_release_xml(tmp_path: Path) -> None:
     out = tmp_path / "a.jsonl"
     data = fixtures_dir() / "acl6060" / "release"
     result = runner.invoke(
-        app, ["streams", "acl6060", "--data-dir", str(data), "--tgt", "ja", "--simulate", "-o", str(out)]
+        app, ["streams", "acl6060", "--data-dir", str(data), "--tgt-lang", "ja", "--simulate", "-o", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert [s.provenance["talk"] for s in read_streams(out)][3:5] == [
@@ -112,12 +117,12 @@ def test_acl6060_release_xml(tmp_path: Path) -> None:
         (
             ["--partials", str(CANDIDATE), "--partials-format", "kaldi"],
             2,
-            "unknown --partials-format 'kaldi'",
+            "Invalid value for '--partials-format'",
         ),
         (["--partials", str(CANDIDATE)], 2, "cannot tell the format of candidate.2022.acl-long.110.txt"),
         (["--simulate", "--time-unit", "s"], 2, "only apply with --partials"),
         (["--partials", str(CANDIDATE), "--partials-format", "jsonl"], 1, "malformed JSON"),
-        (["--simulate", "--tgt", "tlh"], 1, "unknown language code 'tlh'"),
+        (["--simulate", "--tgt-lang", "tlh"], 1, "unknown language code 'tlh'"),
         (
             ["--simulate", "--data-dir", "/nonexistent/acl"],
             1,
@@ -137,7 +142,8 @@ def test_asr_command_on_the_sltev_sample(tmp_path: Path) -> None:
     out = tmp_path / "s.jsonl"
     args = ["streams", "asr", "--partials", str(ASR / "sltev" / "kaccNlwi6lUCEM.en.OStt")]
     result = runner.invoke(
-        app, [*args, "--source", str(ASR / "sltev" / "kaccNlwi6lUCEM.en.OSt"), "--tgt", "de", "-o", str(out)]
+        app,
+        [*args, "--source", str(ASR / "sltev" / "kaccNlwi6lUCEM.en.OSt"), "--tgt-lang", "de", "-o", str(out)],
     )
     assert result.exit_code == 0, result.output
     assert "wrote 10 streams" in result.stderr and "(kaccNlwi6lUCEM en->de, sltev partials)" in result.stderr
@@ -149,8 +155,10 @@ def test_asr_command_on_the_sltev_sample(tmp_path: Path) -> None:
 @pytest.mark.data
 def test_acl6060_real_dev_simulated(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "a.jsonl"
-    args = ["streams", "acl6060", "--data-dir", str(shared_data / "acl6060"), "--tgt", "ja", "--simulate"]
-    result = runner.invoke(app, [*args, "-o", str(out)])
+    data = str(shared_data / "acl6060")
+    result = runner.invoke(
+        app, ["streams", "acl6060", "--data-dir", data, "--tgt-lang", "ja", "--simulate", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 468 streams" in result.stderr
     stats = runner.invoke(app, ["streams", "stats", str(out), "--json"])

@@ -50,7 +50,7 @@ def check_growing(talk: Stream) -> None:
 
 def test_acl6060_longform_simulated_on_the_shipped_sample(tmp_path: Path) -> None:
     out = tmp_path / "talk.jsonl"
-    code, stdout, stderr = run("acl6060", "--longform", "--tgt", "de", "-o", str(out), "--json")
+    code, stdout, stderr = run("acl6060", "--longform", "--tgt-lang", "de", "-o", str(out), "--json")
     assert code == 0, stderr
     assert "wrote 1 long-form talk" in stderr and "simulated timing" in stderr
     talk = one_talk(out)
@@ -175,7 +175,7 @@ def test_asr_longform_sltev_one_talk(tmp_path: Path) -> None:
         str(SLTEV / "kaccNlwi6lUCEM.en.OStt"),
         "--source",
         str(SLTEV / "kaccNlwi6lUCEM.en.OSt"),
-        "--tgt",
+        "--tgt-lang",
         "de",
         "-o",
         str(out),
@@ -205,7 +205,7 @@ def test_asr_longform_with_reference_and_yaml(tmp_path: Path) -> None:
         str(ACL / "ACL.6060.dev.en-xx.de.segments.txt"),
         "--segments",
         str(ACL / "acl6060_dev_gold_segments.yaml"),
-        "--tgt",
+        "--tgt-lang",
         "de",
         "-o",
         str(out),
@@ -218,11 +218,19 @@ def test_asr_longform_with_reference_and_yaml(tmp_path: Path) -> None:
 
 def test_asr_longform_refuses_audio_and_segment_selection(tmp_path: Path) -> None:
     out = tmp_path / "x.jsonl"
-    code, _, stderr = run("asr", "--longform", "--audio", str(CANDIDATE), "--tgt", "de", "-o", str(out))
+    code, _, stderr = run("asr", "--longform", "--audio", str(CANDIDATE), "--tgt-lang", "de", "-o", str(out))
     assert code == 2 and "--longform reads the recognizer's talk-level output" in stderr
     base = ["asr", "--longform", "--partials", str(SLTEV / "kaccNlwi6lUCEM.en.OStt")]
     code, _, stderr = run(
-        *base, "--source", str(SLTEV / "kaccNlwi6lUCEM.en.OSt"), "--tgt", "de", "--limit", "2", "-o", str(out)
+        *base,
+        "--source",
+        str(SLTEV / "kaccNlwi6lUCEM.en.OSt"),
+        "--tgt-lang",
+        "de",
+        "--limit",
+        "2",
+        "-o",
+        str(out),
     )
     assert code == 2 and "do not apply with --longform" in stderr
     assert not out.exists()
@@ -245,7 +253,7 @@ def text_args(src: Path, ref: Path, docs: Path, out: Path, *extra: str) -> list[
         "--longform",
         "--doc-ids",
         str(docs),
-        "--src",
+        "--source",
         str(src),
         "--ref",
         str(ref),
@@ -300,7 +308,7 @@ def test_text_longform_bad_doc_ids(tmp_path: Path, ids: list[str], message: str)
 def test_text_longform_option_pairs(tmp_path: Path) -> None:
     src, ref, docs = write_docs(tmp_path, ["a"] * 5)
     out = tmp_path / "o.jsonl"
-    args = ["text", "--src", str(src), "--src-lang", "en", "--tgt-lang", "de", "-o", str(out)]
+    args = ["text", "--source", str(src), "--src-lang", "en", "--tgt-lang", "de", "-o", str(out)]
     code, _, stderr = run(*args, "--longform")
     assert code == 2 and "--longform needs --doc-ids" in stderr
     code, _, stderr = run(*args, "--doc-ids", str(docs))

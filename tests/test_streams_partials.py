@@ -355,7 +355,7 @@ def test_text_and_time_alignment_differ_on_a_lagging_recognizer() -> None:
 
 
 def test_sltev_excerpt_with_its_transcript() -> None:
-    segments = line_segments(ASR / "sltev" / "kaccNlwi6lUCEM.en.OSt", None, "kacc", "kacc")
+    segments = line_segments(ASR / "sltev" / "kaccNlwi6lUCEM.en.OSt", [], "kacc", "kacc")
     result = partial_streams(segments, segments, [str(OSTT)], "sltev", "de")
     assert [s.final_source for s in result.streams] == [s.source for s in segments]
     first = result.streams[0]
@@ -385,7 +385,7 @@ def test_real_simulstreaming_talk(shared_data: Path) -> None:
 @pytest.mark.data
 def test_real_sltev_sample(shared_data: Path) -> None:
     sample = shared_data / "asr" / "sltev_sample"
-    segments = line_segments(sample / "kaccNlwi6lUCEM.en.OSt", None, "kacc", "kacc")
+    segments = line_segments(sample / "kaccNlwi6lUCEM.en.OSt", [], "kacc", "kacc")
     result = partial_streams(segments, segments, [str(sample / "kaccNlwi6lUCEM.en.OStt")], "sltev", "de")
     assert len(result.streams) == 152
     # the final step is what the .OStt says; in 6 utterances it lacks the leading number that the .OSt has

@@ -55,7 +55,7 @@ def test_line_aligned_files_with_two_references(files: tuple[Path, Path, Path], 
             *TEXT,
             "-o",
             str(out),
-            "--src",
+            "--source",
             str(src),
             "--ref",
             str(ref_a),
@@ -192,7 +192,7 @@ def test_bad_input_names_file_and_line_and_writes_nothing(case: str, tmp_path: P
     out.write_text("previous content\n")
     result = runner.invoke(
         app,
-        [*TEXT, "-o", str(out), "--src", str(src), "--ref", str(ref), *EN_DE],
+        [*TEXT, "-o", str(out), "--source", str(src), "--ref", str(ref), *EN_DE],
     )
     assert result.exit_code == 1
     assert message.format(src=src) in result.stderr, result.stderr
@@ -222,7 +222,7 @@ def test_skip_empty_counts_and_reports(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     result = runner.invoke(
         app,
-        [*TEXT, "-o", str(out), "--src", str(src), "--ref", str(ref), *EN_DE, "--skip-empty", "--json"],
+        [*TEXT, "-o", str(out), "--source", str(src), "--ref", str(ref), *EN_DE, "--skip-empty", "--json"],
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["skipped"] == {"empty source line": 1, "empty reference line": 1}
@@ -238,9 +238,9 @@ def test_options_that_do_not_fit(files: tuple[Path, Path, Path], tmp_path: Path)
     cases = [
         (TextRequest(source=tsv, references=[ref_a], src="en", tgt="de"), "--ref is for line-aligned files"),
         (TextRequest(source=src), "--src-lang and --tgt-lang"),
-        (TextRequest(src="en", tgt="de"), "--src FILE"),
+        (TextRequest(src="en", tgt="de"), "--source FILE"),
         (TextRequest(testset="wmt22"), "--testset needs --langpair"),
-        (TextRequest(testset="wmt22", langpair="en-de", source=src), "leave out --src"),
+        (TextRequest(testset="wmt22", langpair="en-de", source=src), "leave out --source"),
         (TextRequest(source=src, src="en", tgt="de", langpair="en-de"), "--langpair only applies"),
         (TextRequest(source=src, src="en", tgt="de", unit="token"), "--unit must be one of word, char"),
         (TextRequest(source=src, src="en", tgt="de", text_format="csv"), "--format must be one of"),
@@ -248,5 +248,5 @@ def test_options_that_do_not_fit(files: tuple[Path, Path, Path], tmp_path: Path)
     for request, message in cases:
         with pytest.raises(UsageError, match=message):
             text_streams(request)
-    result = runner.invoke(app, ["streams", "text", "-o", str(tmp_path / "x.jsonl"), "--src", str(src)])
+    result = runner.invoke(app, ["streams", "text", "-o", str(tmp_path / "x.jsonl"), "--source", str(src)])
     assert result.exit_code == 2 and "--src-lang" in result.stderr

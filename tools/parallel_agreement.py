@@ -5,8 +5,8 @@ For every method both runs hold: the share of streams whose final output is iden
 whose output is identical, and the differences (new - base) of chrF, NE, A/D and A/O; then each run's
 throughput (updates and output tokens per second of wall time). Usage:
 
-    simul streams flores --data-dir ../shared/data/flores200 --src eng_Latn --tgt deu_Latn --limit 100 \\
-        -o en-de-100.jsonl
+    simul streams flores --data-dir ../shared/data/flores200 --src-lang eng_Latn --tgt-lang deu_Latn \\
+        --limit 100 -o en-de-100.jsonl
     simul eval --streams en-de-100.jsonl --method ssbd --beta 0.2 --comet-model none --out runs/p1
     simul eval --streams en-de-100.jsonl --method ssbd --beta 0.2 --comet-model none --parallel 8 \\
         --out runs/p8

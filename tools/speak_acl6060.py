@@ -5,7 +5,7 @@ Each segment is rendered by espeak-ng and placed at its ``offset`` from the segm
 between segments, so the file can stand in for the talk's real audio with the same YAML:
 
     python tools/speak_acl6060.py --data-dir ../shared/data/acl6060 --talk 2022.acl-long.110 --out-dir talks/
-    simul streams acl6060 --data-dir ../shared/data/acl6060 --audio-dir talks/ --tgt de -o streams.jsonl
+    simul streams acl6060 --data-dir ../shared/data/acl6060 --audio-dir talks/ --tgt-lang de -o streams.jsonl
 
 espeak-ng often speaks slower than the speaker did. A rendering longer than its segment's ``duration`` is
 spoken again faster (words per minute scaled by the ratio, up to ``--max-rate``); if it still does not fit,
@@ -91,7 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--talk", required=True, help="talk id, e.g. 2022.acl-long.110")
     parser.add_argument("--out-dir", type=Path, required=True, help="writes <talk>.wav here")
     parser.add_argument("--segments", type=Path, help="segment YAML (default: found next to the text)")
-    parser.add_argument("--tgt", default="de", help="a target language present in the data (files are read)")
+    parser.add_argument(
+        "--tgt-lang",
+        "--tgt",  # the old spelling, as simul streams still takes it
+        dest="tgt",
+        default="de",
+        help="a target language present in the data (files are read)",
+    )
     parser.add_argument("--limit", type=int, help="only the first N segments of the talk")
     parser.add_argument("--voice", default="en-us", help="espeak-ng voice (default en-us)")
     parser.add_argument("--rate", type=int, default=DEFAULT_RATE, help="words per minute to start from")

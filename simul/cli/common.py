@@ -8,18 +8,18 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from simul.common.errors import SimulError, Terminated, UsageError
 from simul.common.safe_text import markup
-from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
+from simul.metrics.tokenizers import NeTokenizer
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,104 +127,44 @@ def show_progress(quiet: bool) -> bool:
     return not quiet and err_console.is_terminal
 
 
-# Options shared by the commands that decode (eval, sweep, bench): one definition each.
-ModelOpt = Annotated[
-    Path | None, typer.Option("--model", help="A GGUF model. Default: the embedded gemma-3-270m.")
-]
-TemplateOpt = Annotated[
-    str, typer.Option("--template", help="Prompt template: auto, chat, fewshot, plain, tower, qwen3.")
-]
-LimitOpt = Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")]
-ThreadsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--threads",
-        help="CPU threads for llama.cpp (0 or unset: auto, the physical cores this process may use, within "
-        "its cgroup CPU quota, at most 8; never the machine's momentary load).",
-    ),
-]
-NCtxOpt = Annotated[
-    int,
-    typer.Option(
-        "--n-ctx", help="Context window in tokens (at most the model's training length, which caps it)."
-    ),
-]
-FuseOpt = Annotated[
-    bool,
-    typer.Option(
-        "--fuse/--no-fuse",
-        help="Evaluate the rest of the prompt and the draft in one forward pass (the pass then counts as "
-        "generation time).",
-    ),
-]
-VerifyChunkOpt = Annotated[
-    int,
-    typer.Option(
-        "--verify-chunk", help="Verify drafts in chunks of N tokens, stopping at a rejection (0: whole)."
-    ),
-]
-MaxWindowOpt = Annotated[
-    int,
-    typer.Option(
-        "--max-window",
-        help="Long-form streams (whole talks): cut the source into windows at sentence ends, and after this "
-        "many words when none comes; only the open window is re-translated.",
-    ),
-]
-ContextSentencesOpt = Annotated[
-    int,
-    typer.Option(
-        "--context-sentences",
-        help="Long-form streams: committed sentence pairs put before the open window in the prompt.",
-    ),
-]
-NGpuLayersOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--n-gpu-layers",
-        help="Model layers to offload to the GPU (-1: all, 0: CPU only). Default: all when this "
-        "llama-cpp-python build supports GPU offload, else 0.",
-    ),
-]
-ParallelOpt = Annotated[
-    int,
-    typer.Option(
-        "--parallel",
-        help="Decode N streams at once, their forward passes batched in one context (per-update times are "
-        "then batched; throughput is reported). 1 keeps single-stream decoding.",
-    ),
-]
-ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue an unfinished run in --out.")]
+def one_of(values: Sequence[str]) -> Any:
+    """A Literal type over ``values``, for a closed set known only at run time (the prompt templates, the
+    re-segmenters; a fixed set is a Literal type in its own module): typer makes it a click choice, which
+    --help lists and which is checked before the command runs. Annotations use it at run time only (mypy sees
+    ``str``):
+
+        if TYPE_CHECKING:
+            Unit = str
+        else:
+            Unit = one_of(UNITS)
+    """
+    return Literal[tuple(values)]
+
+
+# One spelling per concept across every command (tests/test_cli_spelling.py walks them all): the path a
+# command writes is -o/--out, machine-readable output on stdout is the --json flag (--format names the format
+# of a data file read or written), --quiet/-q drops progress and tables.
+OUT_NAMES = ("--out", "-o")
+
+
+def out_option(help: str) -> Any:
+    """The -o/--out option, with the command's own words for what is written there."""
+    return typer.Option(*OUT_NAMES, help=help)
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")]
 OverwriteOpt = Annotated[
-    bool, typer.Option("--overwrite/--no-overwrite", help="Replace an existing run in --out.")
+    bool, typer.Option("--overwrite/--no-overwrite", help="Replace an existing run in -o/--out.")
 ]
 CometModelOpt = Annotated[
     str, typer.Option("--comet-model", help="COMET model name or checkpoint path; 'none' to skip.")
 ]
-
-
-def check_resegment(name: str) -> str:
-    """A --resegment choice, checked before any work (a usage error otherwise)."""
-    from simul.metrics.scoring import RESEGMENTERS
-
-    if name not in RESEGMENTERS:
-        raise UsageError(f"unknown --resegment {name!r}; choose one of: {', '.join(RESEGMENTERS)}")
-    return name
-
-
-ResegmentOpt = Annotated[
-    str,
-    typer.Option(
-        "--resegment",
-        help="Long-form runs: re-segment each talk's output onto its reference segments with OmniSTEval's "
-        "softsegmenter or with mwer (mweralign, simulstream's choice) before scoring.",
-    ),
-]
 NeTokenizerOpt = Annotated[
-    str,
+    NeTokenizer,
     typer.Option(
         "--ne-tokenizer",
-        help=f"Unit of NE: {', '.join(NE_TOKENIZER_CHOICES)} (word: whitespace words; char: characters "
-        "without spaces). Latency counts target words (characters for zh/ja) whatever this is.",
+        help="Unit of NE (word: whitespace words; char: characters without spaces). Latency counts target "
+        "words (characters for zh/ja) whatever this is.",
     ),
 ]

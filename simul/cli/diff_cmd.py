@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from simul.cli.aliases import Alias, command_class
 from simul.cli.common import err_console, handle_errors, print_json
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup, visible
@@ -28,7 +29,11 @@ from simul.reports.timing_notes import MARK, UNRELIABLE_WHY
 
 EXIT_REGRESSION = 3
 EXIT_INCOMPARABLE = 2
-FORMATS = ("table", "markdown", "json")
+# The old --format table|markdown|json: --format names the format of a data file everywhere else (ingest,
+# export, streams text, streams export), so the report's form is a flag, as --json is in every command.
+OLD_FORMAT = Alias(
+    "--format", "--json or --markdown", {"json": ("--json",), "markdown": ("--markdown",), "table": ()}
+)
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -162,7 +167,7 @@ def _defaults(values: dict[str, float]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("diff")
+    @app.command("diff", cls=command_class(OLD_FORMAT))
     @handle_errors
     def diff_command(
         base: Annotated[Path, typer.Argument(help="Baseline run directory (or its run.json).")],
@@ -226,9 +231,17 @@ def register(app: typer.Typer) -> None:
                 "(p >= 0.05).",
             ),
         ] = False,
-        format: Annotated[
-            str, typer.Option("--format", help="table (stderr), markdown or json (stdout).")
-        ] = "table",
+        as_json: Annotated[
+            bool,
+            typer.Option("--json", help="Print the comparison as JSON on stdout (instead of the table)."),
+        ] = False,
+        markdown: Annotated[
+            bool,
+            typer.Option(
+                "--markdown",
+                help="Print the comparison as markdown on stdout, for a CI comment (instead of the table).",
+            ),
+        ] = False,
     ) -> None:
         """Compare two runs; exit 3 when a metric regresses beyond its threshold (and beyond noise).
 
@@ -237,8 +250,8 @@ def register(app: typer.Typer) -> None:
         metric of the base run; library versions, COMET's batch size and the CPU are noted, naming both
         sides (refused with --strict-versions, except the CPU).
         """
-        if format not in FORMATS:
-            raise UsageError(f"unknown --format {format!r}; choose one of {', '.join(FORMATS)}")
+        if as_json and markdown:
+            raise UsageError("--json and --markdown are two forms of the same report: choose one")
         drops = parse_thresholds(max_drop or [], "--max-drop")
         increases = parse_thresholds(max_increase or [], "--max-increase")
         pairs = parse_pairs(pair or [])
@@ -261,9 +274,9 @@ def register(app: typer.Typer) -> None:
             err_console.print(f"[bold red]refused:[/] {markup(exc)}", soft_wrap=True)
             raise typer.Exit(code=EXIT_INCOMPARABLE) from None
         regressions = comparison.regressions
-        if format == "json":
+        if as_json:
             print_json({**comparison.to_json(), "exit_code": EXIT_REGRESSION if regressions else 0})
-        elif format == "markdown":
+        elif markdown:
             typer.echo(render_markdown(comparison), nl=False)
         else:
             for note in comparison.notes:

@@ -2,46 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from simul.cli.common import (
-    CometModelOpt,
-    ContextSentencesOpt,
-    FuseOpt,
-    LimitOpt,
-    MaxWindowOpt,
-    ModelOpt,
-    NCtxOpt,
-    NeTokenizerOpt,
-    NGpuLayersOpt,
-    OverwriteOpt,
-    ParallelOpt,
-    ResegmentOpt,
-    ResumeOpt,
-    TemplateOpt,
-    ThreadsOpt,
-    VerifyChunkOpt,
-    check_resegment,
-    err_console,
-    handle_errors,
-    print_json,
-)
+from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
+from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.ignored import eval_method_options, refuse
-from simul.cli.running import engine_settings
-from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
-from simul.common.paths import default_streams_file
+from simul.cli.option_groups import with_group
+from simul.cli.request_options import RequestOptions
+from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
+from simul.common.errors import UsageError
 from simul.common.safe_text import markup
-from simul.decoding.longform import WindowPolicy
-from simul.metrics.comet import DEFAULT_COMET_MODEL, NO_COMET
-from simul.metrics.scoring import DEFAULT_RESEGMENT
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
+from simul.request.method_settings import DecodedMethod, DisplayPolicy, Ending, MaskMode
 from simul.request.methods import DEFAULT_BETA, methods_for
-from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.evaluation import EvalOutcome
 from simul.streams.references import references_caption
 
 
@@ -106,41 +84,69 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
         print_json(summary_json(outcome))
 
 
+EndingOpt = Annotated[
+    Ending,
+    typer.Option(
+        "--ending",
+        help="Sentence-final draft tokens while the source is not final: keep (the paper), unbiased "
+        "(verified without bias) or reopen (dropped from the draft).",
+    ),
+]
+ResyncOpt = Annotated[
+    int,
+    typer.Option(
+        "--resync", help="After a divergence, re-draft from the previous output on an n-gram match (0: off)."
+    ),
+]
+
+
+def local_agreement_n(local_agreement: int | None, display: str | None, agreement: int | None) -> int:
+    """LocalAgreement's n (0: mask-k display) from --local-agreement N and its old spelling, --display
+    local-agreement [--agreement N] (hidden, warned about; --agreement without it is refused with the other
+    ignored options, simul.cli.ignored)."""
+    if display is not None:
+        old_spelling_warning(
+            "--display local-agreement [--agreement N] is now spelled --local-agreement N (--display mask: "
+            "leave it out); the old spelling still works for now"
+        )
+    elif agreement is not None:
+        old_spelling_warning("--agreement N is now spelled --local-agreement N")
+    old = (2 if agreement is None else agreement) if display == "local-agreement" else None
+    if local_agreement is not None and local_agreement < 0:
+        raise UsageError(
+            f"--local-agreement must be 0 (off) or the n of LocalAgreement-n, got {local_agreement}"
+        )
+    if local_agreement and display == "mask":
+        raise UsageError("--display mask contradicts --local-agreement: drop --display")
+    if old is not None and local_agreement is not None and old != local_agreement:
+        raise UsageError("give LocalAgreement's n once: --local-agreement N (drop --display and --agreement)")
+    return old if old is not None else (local_agreement or 0)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
+    @app.command("eval", cls=command_class())
     @handle_errors
     @with_scaling_options
+    @with_group("request", RequestOptions)
     def eval_command(
-        streams: Annotated[
-            Path | None,
-            typer.Option("--streams", help="Stream file (JSONL). Default: the shipped FLORES en->de sample."),
-        ] = None,
-        method: Annotated[str, typer.Option(help="Decoding method: rt, ssbd or cd.")] = "ssbd",
+        ctx: typer.Context,
+        method: Annotated[DecodedMethod, typer.Option("--method", help="Decoding method.")] = "ssbd",
         beta: Annotated[
-            float | None, typer.Option(help=f"SSBD bias toward the draft, 0..1 (default {DEFAULT_BETA:g}).")
+            float | None,
+            typer.Option("--beta", help=f"SSBD bias toward the draft, 0..1 (default {DEFAULT_BETA:g})."),
         ] = None,
         mask_k: Annotated[
             int, typer.Option("--mask-k", help="Hide the last k tokens at non-final steps.")
         ] = 0,
         mask: Annotated[
-            str | None,
+            MaskMode | None,
             typer.Option(
-                help="display (default): hide them from the viewer only; output: also from the next draft."
+                "--mask",
+                help="display (default): hide them from the viewer only; output: also from the next draft.",
             ),
         ] = None,
-        ending: Annotated[
-            str,
-            typer.Option(
-                help="Sentence-final draft tokens while the source is not final: keep (the paper), "
-                "unbiased (verified without bias) or reopen (dropped from the draft)."
-            ),
-        ] = "keep",
-        resync: Annotated[
-            int,
-            typer.Option(
-                help="After a divergence, re-draft from the previous output on an n-gram match (0: off)."
-            ),
-        ] = 0,
+        ending: EndingOpt = "keep",
+        resync: ResyncOpt = 0,
         target_bias_beta: Annotated[
             float,
             typer.Option(
@@ -149,99 +155,59 @@ def register(app: typer.Typer) -> None:
                 "beta (the SSBD reference's --target-bias-beta; 0: off).",
             ),
         ] = 0.0,
-        display: Annotated[
-            str,
-            typer.Option(
-                help="What the viewer sees at non-final steps: mask (the output without its last --mask-k "
-                "tokens) or local-agreement (what the last --agreement outputs agree on)."
-            ),
-        ] = "mask",
-        agreement: Annotated[
+        local_agreement: Annotated[
             int | None,
-            typer.Option(help="n of LocalAgreement-n (with --display local-agreement; default 2)."),
+            typer.Option(
+                "--local-agreement",
+                help="Show the viewer what the last N outputs agree on (LocalAgreement-N) instead of the "
+                "output without its last --mask-k tokens (0 or unset: mask-k display).",
+            ),
         ] = None,
+        display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
+        agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
             bool,
             typer.Option("--baseline/--no-baseline", help="Also run RT on the same streams for the speedup."),
         ] = True,
-        model: ModelOpt = None,
-        template: TemplateOpt = "auto",
-        limit: LimitOpt = None,
-        threads: ThreadsOpt = None,
-        n_ctx: NCtxOpt = 2048,
-        fuse: FuseOpt = False,
-        verify_chunk: VerifyChunkOpt = 0,
-        max_window: MaxWindowOpt = 30,
-        context_sentences: ContextSentencesOpt = 1,
-        n_gpu_layers: NGpuLayersOpt = None,
-        parallel: ParallelOpt = 1,
-        out: Annotated[Path | None, typer.Option(help="Write the run directory here.")] = None,
-        resume: ResumeOpt = False,
-        overwrite: OverwriteOpt = False,
-        comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
-        resegment: ResegmentOpt = DEFAULT_RESEGMENT,
-        comet_batch_size: Annotated[int | None, typer.Option(help="COMET batch size (default 16).")] = None,
-        require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
-        ne_tokenizer: NeTokenizerOpt = "auto",
-        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
-        scale: Scaling = NO_SCALING,
+        as_json: JsonOpt = False,
+        quiet: QuietOpt = False,
+        *,
+        request: RequestOptions,
+        scale: ScalingOptions,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
+        n = local_agreement_n(local_agreement, display, agreement)
         refuse(
             eval_method_options(
                 method,
                 beta=beta,
                 mask=mask,
                 mask_k=mask_k,
-                display=display,
+                display=display or "mask",  # --agreement is refused without the old --display
                 agreement=agreement,
-                fuse=fuse,
-                verify_chunk=verify_chunk,
+                fuse=request.fuse,
+                verify_chunk=request.verify_chunk,
             )
         )
-        if comet_batch_size is not None and comet_model.strip().lower() in NO_COMET:
-            err_console.print("[yellow]warning:[/] --comet-batch-size does nothing with --comet-model none")
-        request = EvalRequest(
-            streams_path=streams or default_streams_file(),
-            methods=methods_for(
-                method,
-                DEFAULT_BETA if beta is None else beta,
-                mask_k,
-                mask or "display",
-                baseline,
-                ending,
-                resync,
-                target_bias_beta,
-                display,
-                2 if agreement is None else agreement,
-            ),
-            engine=engine_settings(
-                model,
-                template,
-                n_ctx,
-                threads,
-                fuse,
-                verify_chunk,
-                n_gpu_layers,
-                parallel,
-                window=WindowPolicy(max_window, context_sentences),
-            ),
-            limit=limit,
-            out=out,
-            resume=resume,
-            overwrite=overwrite,
-            ne_tokenizer=ne_tokenizer,
-            comet_model=comet_model,
-            comet_batch_size=16 if comet_batch_size is None else comet_batch_size,
-            require_comet=require_comet,
-            resegment=check_resegment(resegment),
+        methods = methods_for(
+            method,
+            DEFAULT_BETA if beta is None else beta,
+            mask_k,
+            mask or "display",
+            baseline,
+            ending,
+            resync,
+            target_bias_beta,
+            "local-agreement" if n else "mask",
+            n or 2,
         )
         outcome = run_scaled(
-            request,
-            scale,
+            request.request(methods),
+            scale.scaling(),
             quiet,
             "decoding streams",
             on_interrupt=lambda partial: print_outcome(partial, as_json, quiet),
         )
         print_outcome(outcome, as_json, quiet)
+        if request.out is None:
+            print_keep_hint(ctx)

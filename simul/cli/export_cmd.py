@@ -9,15 +9,17 @@ from typing import Annotated
 
 import typer
 
-from simul.cli.common import err_console, handle_errors
+from simul.cli.aliases import Alias, command_class
+from simul.cli.common import err_console, handle_errors, out_option
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.safe_text import excerpt, visible
 from simul.decoding.records import StreamResult
 from simul.metrics.quality import bleu_tokenizer
-from simul.metrics.units import TARGET_UNITS, target_unit
+from simul.metrics.units import TARGET_UNITS, TargetUnit, target_unit
 from simul.reports.export import (
     EXPORT_FORMATS,
+    ExportFormat,
     omnisteval_shortform_export,
     simuleval_lines,
     simulstream_export,
@@ -42,40 +44,39 @@ def make_folder(folder: Path) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("export")
+    @app.command("export", cls=command_class(Alias("--output", "--out")))
     @handle_errors
     def export_command(
         run_dir: Annotated[Path, typer.Argument(help="A complete run directory.")],
         format: Annotated[
-            str,
+            ExportFormat,
             typer.Option(
                 "--format",
-                help="Output format: simuleval, simulstream or omnisteval (OmniSTEval's short-form "
-                "instances, or for long-form runs its long-form JSONL, segmentation and references).",
+                help="The format to write: SimulEval's instances.log, simulstream's log or OmniSTEval's "
+                "short-form instances (for long-form runs its long-form JSONL, segmentation and "
+                "references).",
             ),
         ] = "simuleval",
         method: Annotated[
             str | None,
             typer.Option(
+                "--method",
                 help="Method key to export (see run.json). Default: the last method; every method for a "
-                "long-form run."
+                "long-form run.",
             ),
         ] = None,
         unit: Annotated[
-            str | None,
+            TargetUnit | None,
             typer.Option(
-                help="simulstream: token unit of the log, word or char (default: char for zh/ja/th, else "
-                "word). Use word to compare simulstream's NormalizedErasure with --ne-tokenizer word."
+                "--unit",
+                help="simulstream: token unit of the log (default: char for zh/ja/th, else word). Use word "
+                "to compare simulstream's NormalizedErasure with --ne-tokenizer word.",
             ),
         ] = None,
         output: Annotated[
             Path | None,
-            typer.Option(
-                "--output",
-                "--out",
-                "-o",
-                help="simuleval: the instances.log to write "
-                "(default RUN_DIR/simuleval/<method>/instances.log); "
+            out_option(
+                "simuleval: the instances.log to write (default RUN_DIR/simuleval/<method>/instances.log); "
                 "simulstream: the folder to write (default RUN_DIR/simulstream/<method>); "
                 "omnisteval: the folder to write (default RUN_DIR/omnisteval/<method>). Long-form runs: "
                 "the folder that gets one folder per method (default RUN_DIR/<format>).",

@@ -29,7 +29,8 @@ def eval_method_options(
     verify_chunk: int,
 ) -> list[str]:
     """What `simul eval` would ignore for ``--method method``: SSBD's bias on RT or CD, a mask mode without
-    --mask-k, LocalAgreement's n under another display, fusing or chunking a verification that never runs."""
+    --mask-k, LocalAgreement's n under another display (``display`` and ``agreement``: the old spellings
+    --display and --agreement, now --local-agreement N), fusing or chunking a verification that never runs."""
     problems: list[str] = []
     drafts = {"rt": "has no draft", "cd": "keeps its draft unverified"}
     if beta is not None and method in drafts:
@@ -44,7 +45,7 @@ def eval_method_options(
     if agreement is not None and display != "local-agreement":
         problems.append(
             f"--agreement is the n of --display local-agreement, and the display is {display}: "
-            "pass --display local-agreement, or drop --agreement"
+            "pass --local-agreement N (the new spelling of both), or drop --agreement"
         )
     if fuse and method == "rt":
         problems.append("--fuse evaluates the prompt and the draft in one pass, and --method rt has no draft")

@@ -7,26 +7,31 @@ from typing import Annotated
 
 import typer
 
+from simul.cli.aliases import command_class
 from simul.cli.common import (
     CometModelOpt,
+    JsonOpt,
     NeTokenizerOpt,
     OverwriteOpt,
+    QuietOpt,
     err_console,
     handle_errors,
+    out_option,
     print_json,
 )
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
-from simul.runs.ingest.run import INGEST_FORMATS, IngestRequest, ingest
+from simul.runs.ingest.run import INGEST_FORMATS, IngestFormat, IngestRequest, ingest
+from simul.runs.ingest.simulstream_log import SimulstreamUnit  # word, char, spm; other formats: word, char
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("ingest")
+    @app.command("ingest", cls=command_class())
     @handle_errors
     def ingest_command(
         path: Annotated[Path, typer.Argument(help="The system's per-update outputs.")],
         format: Annotated[
-            str,
+            IngestFormat,
             typer.Option(
                 "--format",
                 help="ssbd-ref (llama-self-spec-bias -o), simulstream (metrics log), "
@@ -39,23 +44,24 @@ def register(app: typer.Typer) -> None:
         streams: Annotated[
             Path, typer.Option("--streams", help="Stream file with the sources and references, joined by id.")
         ],
-        out: Annotated[Path, typer.Option("--out", help="The run directory to write.")],
+        out: Annotated[Path, out_option("The run directory to write.")],
         name: Annotated[
             str | None,
             typer.Option(help="Name of the system (the method key is ext-NAME). Default: the file stem."),
         ] = None,
         unit: Annotated[
-            str | None,
+            SimulstreamUnit | None,
             typer.Option(
+                "--unit",
                 help="simulstream: token unit of its simuleval detokenizer (word, char, spm; default word); "
-                "simuleval, omnisteval: the file's latency unit (word, char; default by target language)."
+                "simuleval, omnisteval: the file's latency unit (word, char; default by target language).",
             ),
         ] = None,
         ne_tokenizer: NeTokenizerOpt = "auto",
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
         overwrite: OverwriteOpt = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+        as_json: JsonOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Score outputs simul did not decode: write a complete run directory that score, diff, show and
         export read like any other."""

@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
-from simul.cli.common import OverwriteOpt, err_console, handle_errors
+from simul.cli.aliases import command_class
+from simul.cli.common import JsonOpt, OverwriteOpt, QuietOpt, err_console, handle_errors
 from simul.cli.eval_cmd import print_outcome
+from simul.cli.scoring_options import RequireCometOpt, RescoreCometBatchOpt, RescoreCometModelOpt
 from simul.cli.sweep_cmd import report_sweep
 from simul.runs.merge import MergeOutcome, merge_shards
 
@@ -25,7 +27,7 @@ def print_shards(merged: MergeOutcome) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("merge")
+    @app.command("merge", cls=command_class())
     @handle_errors
     def merge_command(
         out: Annotated[Path, typer.Argument(help="The merged run directory to write.")],
@@ -33,16 +35,11 @@ def register(app: typer.Typer) -> None:
             list[Path], typer.Argument(help="The shard run directories (from --shard K/N), all of them.")
         ],
         overwrite: OverwriteOpt = False,
-        comet_model: Annotated[
-            str | None,
-            typer.Option(help="COMET model name or checkpoint path ('none' to skip). Default: the shards'."),
-        ] = None,
-        comet_batch_size: Annotated[
-            int | None, typer.Option(help="COMET batch size. Default: the shards'.")
-        ] = None,
-        require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+        comet_model: RescoreCometModelOpt = None,
+        comet_batch_size: RescoreCometBatchOpt = None,
+        require_comet: RequireCometOpt = False,
+        as_json: JsonOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Check that shard runs belong together and merge them into one run (COMET is computed here).
 

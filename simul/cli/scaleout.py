@@ -3,64 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
 from simul.cli.common import err_console, interrupt_exit, show_progress
+from simul.cli.option_groups import with_group
 from simul.cli.running import progress_bar, run_with_progress
 from simul.common.errors import UsageError
 from simul.runs.evaluation import EvalOutcome, EvalRequest
 from simul.runs.ray_runner import LOCAL, RayOptions
 from simul.runs.shard import Shard, parse_shard
-
-ShardOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--shard",
-        help="Decode only shard K of N (K/N; streams are assigned by a hash of their id) into an ordinary "
-        "run directory; join the shards with `simul merge`.",
-    ),
-]
-RayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray",
-        help="Run the shards as Ray workers and merge them: 'local' (a bare --ray) starts a private Ray "
-        "instance, or give a cluster address (auto, HOST:PORT, ray://HOST:PORT). Needs simul[ray].",
-    ),
-]
-RayWorkersOpt = Annotated[int, typer.Option("--ray-workers", help="Ray workers (one model load each).")]
-RayShardsOpt = Annotated[
-    int | None, typer.Option("--ray-shards", help="Shards to cut the streams into. Default: 2 per worker.")
-]
-RayCpusOpt = Annotated[
-    float, typer.Option("--ray-cpus", help="CPUs per Ray worker (also its llama.cpp threads by default).")
-]
-RayGpusOpt = Annotated[float, typer.Option("--ray-gpus", help="GPUs per Ray worker.")]
-RayRetriesOpt = Annotated[
-    int, typer.Option("--ray-retries", help="Resume a shard whose worker died this many times.")
-]
-
-R = TypeVar("R")
-
-# Subcommands whose --ray may be given without a value (meaning a local instance).
-RAY_COMMANDS = ("eval", "sweep")
-
-# The options of `scaling`, in the order a command's --help lists them, with their defaults.
-_SCALING_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
-    ("shard", ShardOpt, None),
-    ("ray", RayOpt, None),
-    ("ray_workers", RayWorkersOpt, 2),
-    ("ray_shards", RayShardsOpt, None),
-    ("ray_cpus", RayCpusOpt, 1.0),
-    ("ray_gpus", RayGpusOpt, 0.0),
-    ("ray_retries", RayRetriesOpt, 2),
-)
 
 
 @dataclass(frozen=True)
@@ -69,50 +24,60 @@ class Scaling:
     ray: RayOptions | None = None
 
 
-NO_SCALING = Scaling()  # everything in this process (the commands' default)
+@dataclass(frozen=True)
+class ScalingOptions:
+    """The --shard and --ray* options, as a command gets them (simul.cli.option_groups)."""
+
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Decode only shard K of N (K/N; streams are assigned by a hash of their id) into an "
+            "ordinary run directory; join the shards with `simul merge`.",
+        ),
+    ] = None
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run the shards as Ray workers and merge them: 'local' (a bare --ray) starts a private Ray "
+            "instance, or give a cluster address (auto, HOST:PORT, ray://HOST:PORT). Needs simul[ray].",
+        ),
+    ] = None
+    ray_workers: Annotated[int, typer.Option("--ray-workers", help="Ray workers (one model load each).")] = 2
+    ray_shards: Annotated[
+        int | None,
+        typer.Option("--ray-shards", help="Shards to cut the streams into. Default: 2 per worker."),
+    ] = None
+    ray_cpus: Annotated[
+        float, typer.Option("--ray-cpus", help="CPUs per Ray worker (also its llama.cpp threads by default).")
+    ] = 1.0
+    ray_gpus: Annotated[float, typer.Option("--ray-gpus", help="GPUs per Ray worker.")] = 0.0
+    ray_retries: Annotated[
+        int, typer.Option("--ray-retries", help="Resume a shard whose worker died this many times.")
+    ] = 2
+
+    def scaling(self) -> Scaling:
+        if self.shard is not None and self.ray is not None:
+            raise UsageError("--shard and --ray do not go together: --ray runs every shard itself")
+        if self.ray is None:
+            return Scaling(shard=parse_shard(self.shard) if self.shard is not None else None)
+        options = RayOptions(
+            address=self.ray.strip() or LOCAL,
+            workers=self.ray_workers,
+            shards=self.ray_shards,
+            num_cpus=self.ray_cpus,
+            num_gpus=self.ray_gpus,
+            retries=self.ray_retries,
+        )
+        return Scaling(ray=options)
 
 
-def with_scaling_options(command: Callable[..., R]) -> Callable[..., R]:
-    """Give a command the --shard and --ray* options (after its own); it receives them as one
-    ``scale: Scaling`` argument."""
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "scale"]
-    added = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
-        for name, annotation, default in _SCALING_OPTIONS
-    ]
+# Subcommands whose --ray may be given without a value (meaning a local instance).
+RAY_COMMANDS = ("eval", "sweep")
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> R:
-        values = [kwargs.pop(name) for name, _, _ in _SCALING_OPTIONS]
-        return command(*args, scale=scaling(*values), **kwargs)
-
-    wrapper.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
-    return wrapper
-
-
-def scaling(
-    shard: str | None,
-    ray: str | None,
-    workers: int,
-    shards: int | None,
-    cpus: float,
-    gpus: float,
-    retries: int,
-) -> Scaling:
-    if shard is not None and ray is not None:
-        raise UsageError("--shard and --ray do not go together: --ray runs every shard itself")
-    if ray is None:
-        return Scaling(shard=parse_shard(shard) if shard is not None else None)
-    options = RayOptions(
-        address=ray.strip() or LOCAL,
-        workers=workers,
-        shards=shards,
-        num_cpus=cpus,
-        num_gpus=gpus,
-        retries=retries,
-    )
-    return Scaling(ray=options)
+# Gives a command the --shard and --ray* options (after its own), as one ``scale: ScalingOptions`` argument.
+with_scaling_options = with_group("scale", ScalingOptions)
 
 
 def run_scaled(

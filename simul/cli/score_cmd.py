@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from simul.cli.common import (
-    check_resegment,
-    err_console,
-    handle_errors,
-    print_json,
-    warn_being_written,
-)
+from simul.cli.aliases import command_class
+from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json, warn_being_written
+from simul.cli.scoring_options import RequireCometOpt, RescoreCometBatchOpt, RescoreCometModelOpt, Resegmenter
 from simul.common.errors import SimulError, UsageError
-from simul.common.safe_text import markup
+from simul.common.safe_text import excerpt, markup
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
-from simul.metrics.scoring import DEFAULT_RESEGMENT, not_available, score
+from simul.metrics.scoring import DEFAULT_RESEGMENT, RESEGMENTERS, not_available, score
 from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.runs.directory import (
@@ -35,18 +31,13 @@ from simul.runs.lock import RunLock
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("score")
+    @app.command("score", cls=command_class())
     @handle_errors
     def score_command(
         run_dir: Annotated[Path, typer.Argument(help="A run directory written by `simul eval --out`.")],
-        comet_model: Annotated[
-            str | None,
-            typer.Option(help="COMET model name or checkpoint path ('none' to skip). Default: the run's."),
-        ] = None,
-        comet_batch_size: Annotated[
-            int | None, typer.Option(help="COMET batch size. Default: the run's.")
-        ] = None,
-        require_comet: Annotated[bool, typer.Option(help="Fail when COMET cannot be loaded.")] = False,
+        comet_model: RescoreCometModelOpt = None,
+        comet_batch_size: RescoreCometBatchOpt = None,
+        require_comet: RequireCometOpt = False,
         metric: Annotated[
             list[str] | None, typer.Option("--metric", "-m", help="Only show these metrics (repeatable).")
         ] = None,
@@ -57,10 +48,10 @@ def register(app: typer.Typer) -> None:
         allow_incomplete: Annotated[
             bool, typer.Option(help="Score the finished streams of an unfinished run (never with --update).")
         ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+        as_json: JsonOpt = False,
+        quiet: QuietOpt = False,
         resegment: Annotated[
-            str | None,
+            Resegmenter | None,
             typer.Option(
                 "--resegment",
                 help="Long-form runs: softsegmenter (OmniSTEval) or mwer (mweralign). Default: the run's.",
@@ -97,7 +88,7 @@ def register(app: typer.Typer) -> None:
                 comet,
                 reason,
                 not_available(loaded.run),
-                resegment=check_resegment(resegment or config.get("resegment", DEFAULT_RESEGMENT)),
+                resegment=resegment or _run_resegment(run_dir, config),
             )
             rows = scored.methods_json()
             if update or finish:
@@ -152,3 +143,14 @@ def register(app: typer.Typer) -> None:
                         "comet": scored.comet,
                     }
                 )
+
+
+def _run_resegment(run_dir: Path, config: dict[str, Any]) -> str:
+    """The re-segmentation the run was scored with (run.json's config.resegment), checked."""
+    value = config.get("resegment", DEFAULT_RESEGMENT)
+    if value not in RESEGMENTERS:
+        raise SimulError(
+            f"{run_dir / RUN_FILE}: config.resegment is {excerpt(str(value))}, not one of "
+            f"{', '.join(RESEGMENTERS)}; pass --resegment to choose"
+        )
+    return str(value)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from simul.cli.aliases import command_class
 from simul.cli.common import err_console, handle_errors, warn_being_written
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import check_writable_file
@@ -19,7 +20,7 @@ from simul.streams.references import reference_lines
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("show")
+    @app.command("show", cls=command_class())
     @handle_errors
     def show_command(
         run_dir: Annotated[Path, typer.Argument(help="A run directory.")],

@@ -7,36 +7,17 @@ from typing import Annotated
 
 import typer
 
-from simul.cli.common import (
-    CometModelOpt,
-    ContextSentencesOpt,
-    FuseOpt,
-    LimitOpt,
-    MaxWindowOpt,
-    ModelOpt,
-    NCtxOpt,
-    NeTokenizerOpt,
-    NGpuLayersOpt,
-    OverwriteOpt,
-    ParallelOpt,
-    ResumeOpt,
-    TemplateOpt,
-    ThreadsOpt,
-    VerifyChunkOpt,
-    err_console,
-    handle_errors,
-    print_json,
-)
+from simul.cli.aliases import command_class, print_keep_hint
+from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.ignored import refuse, sweep_mask_options
-from simul.cli.running import engine_settings
-from simul.cli.scaleout import NO_SCALING, Scaling, run_scaled, with_scaling_options
+from simul.cli.option_groups import with_group
+from simul.cli.request_options import RequestOptions
+from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
-from simul.common.paths import default_streams_file
 from simul.common.safe_text import markup
-from simul.decoding.longform import WindowPolicy
-from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
 from simul.reports.timing_notes import TimingNotes
+from simul.request.method_settings import MASK_MODES
 from simul.request.methods import DEFAULT_BETA
 from simul.request.sweep import (
     parse_floats,
@@ -47,7 +28,7 @@ from simul.request.sweep import (
     table3_rows,
     table4_rows,
 )
-from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.evaluation import EvalOutcome
 from simul.runs.lock import locked_run_dir
 
 TABLE3_COLUMNS = (
@@ -71,18 +52,24 @@ TABLE4_COLUMNS = (
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("sweep")
+    @app.command("sweep", cls=command_class())
     @handle_errors
     @with_scaling_options
+    @with_group("request", RequestOptions)
     def sweep_command(
+        ctx: typer.Context,
         beta: Annotated[
-            str, typer.Option(help="SSBD biases, comma-separated.")
+            str, typer.Option("--beta", help="SSBD biases, comma-separated.")
         ] = "0,0.1,0.2,0.3,0.4,0.5,1.0",
         mask_k: Annotated[
             str, typer.Option("--mask-k", help="mask-k values, comma-separated (0: none).")
         ] = "0,3,5",
         mask: Annotated[
-            str | None, typer.Option(help="Mask modes to sweep: display and/or output (default: both).")
+            str | None,
+            typer.Option(
+                "--mask",
+                help=f"Mask modes to sweep, comma-separated: {' and/or '.join(MASK_MODES)} (default: both).",
+            ),
         ] = None,
         local_agreement: Annotated[
             str,
@@ -93,31 +80,16 @@ def register(app: typer.Typer) -> None:
         ] = "0",
         mask_beta: Annotated[
             float | None,
-            typer.Option(help=f"The SSBD bias used for the mask-k table (default {DEFAULT_BETA:g})."),
+            typer.Option(
+                "--mask-beta", help=f"The SSBD bias used for the mask-k table (default {DEFAULT_BETA:g})."
+            ),
         ] = None,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
-        streams: Annotated[
-            Path | None, typer.Option(help="Stream file. Default: the shipped sample.")
-        ] = None,
-        model: ModelOpt = None,
-        template: TemplateOpt = "auto",
-        limit: LimitOpt = None,
-        threads: ThreadsOpt = None,
-        n_ctx: NCtxOpt = 2048,
-        fuse: FuseOpt = False,
-        verify_chunk: VerifyChunkOpt = 0,
-        max_window: MaxWindowOpt = 30,
-        context_sentences: ContextSentencesOpt = 1,
-        n_gpu_layers: NGpuLayersOpt = None,
-        parallel: ParallelOpt = 1,
-        out: Annotated[Path | None, typer.Option(help="Run directory; plots are written there.")] = None,
-        resume: ResumeOpt = False,
-        overwrite: OverwriteOpt = False,
-        comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
-        ne_tokenizer: NeTokenizerOpt = "auto",
-        as_json: Annotated[bool, typer.Option("--json", help="Print both tables as JSON on stdout.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables.")] = False,
-        scale: Scaling = NO_SCALING,
+        as_json: JsonOpt = False,
+        quiet: QuietOpt = False,
+        *,
+        request: RequestOptions,
+        scale: ScalingOptions,
     ) -> None:
         """Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams."""
         betas = parse_floats(beta, "--beta")
@@ -129,30 +101,11 @@ def register(app: typer.Typer) -> None:
         refuse(sweep_mask_options(mask, mask_beta, ks, agreements))
         mask_beta = DEFAULT_BETA if mask_beta is None else mask_beta
         methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
-        request = EvalRequest(
-            streams_path=streams or default_streams_file(),
-            methods=methods,
-            engine=engine_settings(
-                model,
-                template,
-                n_ctx,
-                threads,
-                fuse,
-                verify_chunk,
-                n_gpu_layers,
-                parallel,
-                window=WindowPolicy(max_window, context_sentences),
-            ),
-            limit=limit,
-            out=out,
-            resume=resume,
-            overwrite=overwrite,
-            ne_tokenizer=ne_tokenizer,
-            comet_model=comet_model,
-            extra_config={"sweep": {"mask_beta": mask_beta}},
-        )
-        outcome = run_scaled(request, scale, quiet, f"{len(methods)} methods")
+        evaluation = request.request(methods, extra_config={"sweep": {"mask_beta": mask_beta}})
+        outcome = run_scaled(evaluation, scale.scaling(), quiet, f"{len(methods)} methods")
         report_sweep(outcome, mask_beta, as_json, quiet)
+        if request.out is None:
+            print_keep_hint(ctx)
 
 
 def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: bool) -> None:

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
@@ -28,7 +28,8 @@ from simul.common.languages import get_language
 
 Tokenize = Callable[[str], list[str]]
 
-NE_TOKENIZER_CHOICES = ("auto", "flores101", "13a", "intl", "zh", "ja-mecab", "word", "char")
+NeTokenizer = Literal["auto", "flores101", "13a", "intl", "zh", "ja-mecab", "word", "char"]
+NE_TOKENIZER_CHOICES: tuple[NeTokenizer, ...] = get_args(NeTokenizer)
 FLORES101_URL = "https://dl.fbaipublicfiles.com/fairseq/models/flores/sacrebleu_tokenizer_spm.model"
 AUTO_RULE = "the target language's sacrebleu tokenizer (zh, ja-mecab, else 13a)"
 

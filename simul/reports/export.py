@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from simul.common.languages import get_language
 from simul.common.sequences import common_prefix_length
@@ -67,7 +67,8 @@ from simul.metrics.latency import source_positions
 from simul.metrics.units import target_unit, units
 from simul.streams.format import Stream
 
-EXPORT_FORMATS = ("simuleval", "simulstream", "omnisteval")
+ExportFormat = Literal["simuleval", "simulstream", "omnisteval"]  # the long-form formats are among them
+EXPORT_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 
 
 def instance(result: StreamResult, stream: Stream, index: int) -> dict[str, Any]:

@@ -4,14 +4,15 @@ optional output or display-only mask-k, and the display policy (mask-k, or Local
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from simul.common.errors import UsageError
 
-MethodName = Literal["rt", "ssbd", "cd", "ext"]
+DecodedMethod = Literal["rt", "ssbd", "cd"]  # what simul decodes
+MethodName = Literal[DecodedMethod, "ext"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
-METHOD_NAMES: tuple[MethodName, ...] = ("rt", "ssbd", "cd")  # what simul decodes
+METHOD_NAMES: tuple[DecodedMethod, ...] = get_args(DecodedMethod)
 EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
 DisplayPolicy = Literal["mask", "local-agreement"]
 DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
@@ -104,13 +105,13 @@ class MethodSettings:
         if self.target_bias and self.resync:
             raise UsageError("--target-bias-beta and --resync both act on the rest of the draft; choose one")
         if self.display not in DISPLAY_POLICIES:
-            raise UsageError(f"--display must be mask or local-agreement, got {self.display!r}")
+            raise UsageError(f"the display must be mask or local-agreement, got {self.display!r}")
         if self.display == "local-agreement":
             if self.agreement < 1:
-                raise UsageError(f"--agreement must be 1 or more, got {self.agreement}")
+                raise UsageError(f"--local-agreement must be 1 or more, got {self.agreement}")
             if self.mask_k and self.mask == "display":
                 raise UsageError(
-                    "--display local-agreement replaces display-only mask-k: drop --mask-k, or pass "
+                    "--local-agreement replaces display-only mask-k: drop --mask-k, or pass "
                     "--mask output to shorten the drafts as well"
                 )
         elif self.agreement != 2:

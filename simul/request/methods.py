@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simul.request.method_settings import EXTERNAL, MethodSettings
+from simul.request.method_settings import (
+    EXTERNAL,
+    DisplayPolicy,
+    Ending,
+    MaskMode,
+    MethodName,
+    MethodSettings,
+)
 
 DEFAULT_BETA = 0.2  # SSBD's bias when none is given (the paper's)
 
@@ -88,27 +95,27 @@ class Method(MethodSettings):
 
 
 def methods_for(
-    method: str,
+    method: MethodName,
     beta: float,
     mask_k: int,
-    mask: str,
+    mask: MaskMode,
     baseline: bool,
-    ending: str = "keep",
+    ending: Ending = "keep",
     resync: int = 0,
     target_bias: float = 0.0,
-    display: str = "mask",
+    display: DisplayPolicy = "mask",
     agreement: int = 2,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
-        name=method,  # type: ignore[arg-type]
+        name=method,
         beta=beta if method == "ssbd" else None,
         mask_k=mask_k,
-        mask=mask,  # type: ignore[arg-type]
-        ending=ending,  # type: ignore[arg-type]
+        mask=mask,
+        ending=ending,
         resync=resync,
         target_bias=target_bias,
-        display=display,  # type: ignore[arg-type]
+        display=display,
         agreement=agreement,
     )
     methods: list[Method] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import UsageError
-from simul.request.method_settings import MASK_MODES
+from simul.request.method_settings import MASK_MODES, MaskMode
 from simul.request.methods import Method
 
 
@@ -35,18 +35,18 @@ def parse_ints(text: str, option: str) -> list[int]:
     return values
 
 
-def parse_masks(text: str) -> list[str]:
+def parse_masks(text: str) -> list[MaskMode]:
+    modes: dict[str, MaskMode] = {mode: mode for mode in MASK_MODES}
     masks = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [m for m in masks if m not in MASK_MODES]
-    if bad or not masks:
+    if not masks or any(m not in modes for m in masks):
         raise UsageError(f"--mask takes display and/or output, comma-separated; got {text!r}")
-    return masks
+    return [modes[m] for m in masks]
 
 
 def sweep_methods(
     betas: Sequence[float],
     mask_ks: Sequence[int],
-    masks: Sequence[str],
+    masks: Sequence[MaskMode],
     cd: bool,
     mask_beta: float,
     agreements: Sequence[int] = (),
@@ -60,7 +60,7 @@ def sweep_methods(
     for mode in masks:
         for k in mask_ks:
             if k > 0:
-                methods.append(Method("ssbd", beta=mask_beta, mask_k=k, mask=mode))  # type: ignore[arg-type]
+                methods.append(Method("ssbd", beta=mask_beta, mask_k=k, mask=mode))
     for n in agreements:
         methods.append(Method("ssbd", beta=mask_beta, display="local-agreement", agreement=n))
     seen: set[str] = set()

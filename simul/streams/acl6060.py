@@ -205,7 +205,7 @@ def acl6060_segments(
         raise SimulError(f"ACL 60/60 data directory {root} does not exist")
     tgt_lang, src_lang = get_language(tgt), get_language("en")
     if tgt_lang.short == "en":
-        raise SimulError("ACL 60/60 translates from English: pick another --tgt (de, ja, zh, ...)")
+        raise SimulError("ACL 60/60 translates from English: pick another --tgt-lang (de, ja, zh, ...)")
     dirs = _search_dirs(root, split)
     src_xml, ref_xml = _find(dirs, [_xml_name(split, src_lang)]), _find(dirs, [_xml_name(split, tgt_lang)])
     src_txt, ref_txt = _find(dirs, _text_names(split, src_lang)), _find(dirs, _text_names(split, tgt_lang))

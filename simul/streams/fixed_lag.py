@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from simul.common.errors import SimulError
 from simul.common.languages import Language
@@ -19,7 +19,8 @@ from simul.common.limits import check_source, check_steps
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
 
-UNITS = ("word", "char")
+LagUnit = Literal["word", "char"]
+UNITS: tuple[LagUnit, ...] = get_args(LagUnit)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def fit_talk_segments(talk: str, segments: Sequence[Segment]) -> tuple[list[Segm
 def _talk_segments(segments: Sequence[Segment]) -> tuple[fmt.Segment, ...]:
     return tuple(
         fmt.Segment(
-            references=() if s.reference is None else (s.reference,),
+            references=s.references,
             source=s.source,
             offset_ms=s.offset_ms,
             duration_ms=s.duration_ms,
@@ -116,7 +116,15 @@ def _segments_end(segments: Sequence[Segment]) -> float | None:
 def _common_provenance(segments: Sequence[Segment], talk: str) -> dict[str, Any]:
     """The dataset facts the segments share (dataset, split, files), and the talk's line range."""
     first = segments[0].provenance
-    keep = ("dataset", "split", "source_file", "reference_file", "talkids_file", "segments_file")
+    keep = (
+        "dataset",
+        "split",
+        "source_file",
+        "reference_file",
+        "more_reference_files",
+        "talkids_file",
+        "segments_file",
+    )
     out: dict[str, Any] = {k: first[k] for k in keep if k in first}
     out.update(talk=talk, segments=len(segments), lines=[segments[0].line, segments[-1].line])
     return out

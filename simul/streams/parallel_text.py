@@ -22,13 +22,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import check_text_lines
 from simul.streams.fixed_lag import AlignedLine
 
-TEXT_FORMATS = ("lines", "tsv", "jsonl")
+TextFormat = Literal["lines", "tsv", "jsonl"]
+TEXT_FORMATS: tuple[TextFormat, ...] = get_args(TextFormat)
 
 
 @dataclass(frozen=True)

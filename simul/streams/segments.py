@@ -11,7 +11,7 @@ take. ACL 60/60's own layouts are read in simul.streams.acl6060.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,6 +36,12 @@ class Segment:
     offset_ms: float | None = None
     duration_ms: float | None = None
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+    more_references: tuple[str, ...] = ()  # the second, third, ... reference (several --ref files)
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """Every reference, the first one first; empty when the segment has none."""
+        return () if self.reference is None else (self.reference, *self.more_references)
 
     @property
     def timed(self) -> bool:
@@ -310,37 +316,59 @@ def make_segment(
 
 def line_segments(
     source_path: Path,
-    reference_path: Path | None,
+    reference_paths: Sequence[Path],
     name: str,
     talk: str,
     segments_yaml: Path | None = None,
 ) -> list[Segment]:
-    """Segments from a line-aligned transcript and (optionally) its translation; ids ``<name>-<line>``.
+    """Segments from a line-aligned transcript and (optionally) its translations, the first reference first;
+    ids ``<name>-<line>``.
 
     Every line belongs to ``talk`` unless a segment YAML is given, whose ``wav`` then names each line's talk.
     Without a reference file the streams have no reference (``null``).
     """
-    texts = line_texts(source_path, reference_path or source_path, None)
+    first = reference_paths[0] if reference_paths else None
+    texts = line_texts(source_path, first or source_path, None)
     if segments_yaml is None:
         texts = replace(texts, talks=[talk] * len(texts.sources))
     talks, times = attach_times(texts, segments_yaml)
-    files = {"source_file": source_path.name}
-    if reference_path is not None:
-        files["reference_file"] = reference_path.name
+    files: dict[str, Any] = {"source_file": source_path.name}
+    if first is not None:
+        files["reference_file"] = first.name
+    if len(reference_paths) > 1:
+        files["more_reference_files"] = [p.name for p in reference_paths[1:]]
     if segments_yaml is not None:
         files["segments_file"] = segments_yaml.name
+    more = more_reference_lines(source_path, len(texts.sources), reference_paths[1:])
     return [
-        make_segment(
-            texts,
-            index,
-            f"{name}-{index + 1}",
-            talks[index],
-            times[index],
-            {"dataset": name, "line": index + 1, "talk": talks[index], **files},
-            with_reference=reference_path is not None,
+        replace(
+            make_segment(
+                texts,
+                index,
+                f"{name}-{index + 1}",
+                talks[index],
+                times[index],
+                {"dataset": name, "line": index + 1, "talk": talks[index], **files},
+                with_reference=first is not None,
+            ),
+            more_references=tuple(lines[index] for lines in more),
         )
         for index in range(len(texts.sources))
     ]
+
+
+def more_reference_lines(source_path: Path, count: int, paths: Sequence[Path]) -> list[list[str]]:
+    """The lines of the second, third, ... reference file, each line-aligned with ``source_path`` (``count``
+    lines) and none empty."""
+    out: list[list[str]] = []
+    for path in paths:
+        lines = read_utf8_lines(path, "reference file")
+        _same_count(source_path, count, path, len(lines))
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise SimulError(f"{path}:{number}: empty reference segment")
+        out.append([line.strip() for line in lines])
+    return out
 
 
 def select(segments: list[Segment], start: int, limit: int | None) -> list[Segment]:

@@ -292,6 +292,7 @@ def simulated_streams(
                 tgt=tgt,
                 steps=tuple(steps),
                 reference=segment.reference,
+                more_references=segment.more_references,
                 provenance=provenance,
             )
         )

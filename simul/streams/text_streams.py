@@ -67,7 +67,7 @@ def _check_request(request: TextRequest) -> None:
         raise UsageError(f"--unit must be one of {', '.join(UNITS)}, got {request.unit!r}")
     if request.testset is not None:
         if request.source is not None or request.references or request.text_format is not None:
-            raise UsageError("--testset reads sacrebleu's files: leave out --src, --ref and --format")
+            raise UsageError("--testset reads sacrebleu's files: leave out --source, --ref and --format")
         if request.langpair is None:
             raise UsageError("--testset needs --langpair, e.g. --testset wmt22 --langpair en-de")
         if request.src is not None or request.tgt is not None:
@@ -77,7 +77,7 @@ def _check_request(request: TextRequest) -> None:
         raise UsageError("--langpair only applies with --testset")
     if request.source is None:
         raise UsageError(
-            "pass the source with --src FILE (with --ref FILE ...), or --testset NAME --langpair L1-L2"
+            "pass the source with --source FILE (with --ref FILE ...), or --testset NAME --langpair L1-L2"
         )
     if request.src is None or request.tgt is None:
         raise UsageError(

@@ -61,7 +61,7 @@ def _run_import(folder: Path, inputs: list[Path], command: Command, reader: str)
     out_dir.mkdir()
     output = out_dir / "streams.jsonl"
     name, options = command
-    outcome = call(name, **options, output=output, as_json=True)
+    outcome = call(name, **options, out=output, as_json=True)
     check(outcome, inputs)
     if outcome.code != 0:
         assert leftovers(out_dir) == [], f"files left behind after an error:\n{outcome.describe()}"
@@ -105,7 +105,7 @@ SLTEV_SEEDS = {"talk.en.OStt": _head(SLTEV_PARTIALS, 30), "talk.en.OSt": _head(S
 def _asr_args(partials: str) -> Callable[[Path], Command]:
     def args(folder: Path) -> Command:
         source = folder / "talk.en.OSt"
-        return "streams asr", {"partials": [str(folder / partials)], "source": source, "tgt": "de"}
+        return "streams asr", {"partials": [str(folder / partials)], "source": source, "tgt_lang": "de"}
 
     return args
 
@@ -128,7 +128,7 @@ def test_whisper_streaming_partials(files: dict[str, bytes]) -> None:
 def _whisper_args(folder: Path) -> Command:
     partials = [str(folder / "candidate.2022.acl-long.110.txt")]
     options = {"data_dir": FIX / "acl6060", "partials": partials, "partials_format": "whisper-streaming"}
-    return "streams acl6060", {**options, "tgt": "de"}
+    return "streams acl6060", {**options, "tgt_lang": "de"}
 
 
 @settings(max_examples=examples(100))
@@ -144,7 +144,7 @@ YAML_NAME = "dev/acl6060_dev_gold_segments.yaml"
 
 
 def _acl_args(folder: Path) -> Command:
-    return "streams acl6060", {"data_dir": folder, "simulate": True, "tgt": "de"}
+    return "streams acl6060", {"data_dir": folder, "simulate": True, "tgt_lang": "de"}
 
 
 @settings(max_examples=examples(100))
@@ -200,7 +200,7 @@ def test_flores_line_files(files: dict[str, bytes]) -> None:
 
 
 def _flores_args(folder: Path) -> Command:
-    return "streams flores", {"data_dir": folder, "tgt": "deu_Latn"}
+    return "streams flores", {"data_dir": folder, "tgt_lang": "deu_Latn"}
 
 
 def test_seeds_import_cleanly() -> None:

@@ -91,17 +91,17 @@ def test_score(base_run: Path, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_diff(base_run: Path, data: st.DataObject) -> None:
     files = data.draw(damage(base_run))
-    fmt = data.draw(st.sampled_from(["table", "markdown", "json"]))
+    form = data.draw(st.sampled_from([[], ["--markdown"], ["--json"]]))
     tried("run dir: diff")
     with scratch() as tmp:
         intact, run = base_run, _materialize(Path(tmp), files)
         before = _snapshot(run)
-        outcome = invoke(["diff", str(intact), str(run), "--bootstrap", "5", "--format", fmt])
+        outcome = invoke(["diff", str(intact), str(run), "--bootstrap", "5", *form])
         check(outcome, [intact, run], codes=(0, 1, 2, 3))
         assert _snapshot(run) == before
-        if outcome.code in (0, 3) and fmt == "json":
+        if outcome.code in (0, 3) and form == ["--json"]:
             json.loads(outcome.stdout)
-        if fmt == "markdown":
+        if form == ["--markdown"]:
             assert not has_unsafe(outcome.stdout), outcome.describe()
 
 

@@ -45,7 +45,7 @@ def seed_lines() -> tuple[str, ...]:
             str(SLTEV / "kaccNlwi6lUCEM.en.OStt"),
             "--source",
             str(SLTEV / "kaccNlwi6lUCEM.en.OSt"),
-            "--tgt",
+            "--tgt-lang",
             "de",
             "--limit",
             "2",

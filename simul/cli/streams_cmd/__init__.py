@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import typer
 
+from simul.cli.aliases import command_class
 from simul.cli.streams_cmd import speech, stream_file, text
+from simul.cli.streams_cmd.common import (
+    OLD_OUTPUT,
+    OLD_REFERENCE,
+    OLD_SOURCE_FILE,
+    OLD_SRC_LANG,
+    OLD_TGT_LANG,
+)
 
 streams_app = typer.Typer(
     name="streams",
@@ -17,17 +25,17 @@ streams_app = typer.Typer(
     no_args_is_help=True,
 )
 
-# in the order `simul streams --help` lists them
-for _name, _command in (
-    ("flores", text.flores_command),
-    ("text", text.text_command),
-    ("acl6060", speech.acl6060_command),
-    ("asr", speech.asr_command),
-    ("stats", stream_file.stats_command),
-    ("show", stream_file.show_command),
-    ("export", stream_file.export_command),
+# in the order `simul streams --help` lists them, with the old spellings of their options
+for _name, _command, _aliases in (
+    ("flores", text.flores_command, (OLD_OUTPUT, OLD_SRC_LANG, OLD_TGT_LANG)),
+    ("text", text.text_command, (OLD_OUTPUT, OLD_SOURCE_FILE)),
+    ("acl6060", speech.acl6060_command, (OLD_OUTPUT, OLD_TGT_LANG)),
+    ("asr", speech.asr_command, (OLD_OUTPUT, OLD_SRC_LANG, OLD_TGT_LANG, OLD_REFERENCE)),
+    ("stats", stream_file.stats_command, ()),
+    ("show", stream_file.show_command, ()),
+    ("export", stream_file.export_command, (OLD_OUTPUT,)),
 ):
-    streams_app.command(_name)(_command)
+    streams_app.command(_name, cls=command_class(*_aliases))(_command)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,22 +1,50 @@
-"""The options and output helpers the `simul streams` commands share."""
+"""The options and output helpers the `simul streams` commands share.
+
+Languages and files are spelled apart, the same in every command: --src-lang and --tgt-lang name languages,
+--source a file of source segments and --ref a file of references (repeatable: several references). The
+stream file written is -o/--out. The old spellings (--output, --src and --tgt for languages, --src for a
+file, --reference) still work, with a warning (simul.cli.aliases).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from simul.cli.common import err_console
+from simul.cli.aliases import Alias
+from simul.cli.common import err_console, out_option
 from simul.common.errors import SimulError
 from simul.common.safe_text import markup, visible
-from simul.streams.asr.partials import STABLE_POLICIES
-from simul.streams.asr.recognizer import VADS, WINDOWS
 from simul.streams.format import Stream, write_streams
-from simul.streams.partials import ALIGN_MODES, FORMATS, TIME_UNITS
 
-OutputOption = Annotated[
-    Path, typer.Option("--output", "-o", help="Stream file to write (JSONL, atomically).")
+# The old spellings, for the commands' aliases.
+OLD_OUTPUT = Alias("--output", "--out")
+OLD_SRC_LANG = Alias("--src", "--src-lang")
+OLD_TGT_LANG = Alias("--tgt", "--tgt-lang")
+OLD_SOURCE_FILE = Alias("--src", "--source")
+OLD_REFERENCE = Alias("--reference", "--ref")
+
+OutOption = Annotated[Path, out_option("Stream file to write (JSONL, atomically).")]
+
+
+def src_lang_option(help: str = "Source language (FLORES code or short code).") -> Any:
+    return typer.Option("--src-lang", help=help)
+
+
+def tgt_lang_option(help: str = "Target language (FLORES code or short code).") -> Any:
+    return typer.Option("--tgt-lang", help=help)
+
+
+RefFilesOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--ref",
+        metavar="<path>",
+        help="Reference file, line-aligned with --source (repeatable: several references, the first one "
+        "first).",
+    ),
 ]
 StartOption = Annotated[int, typer.Option(help="First segment/sentence to use (1-based line number).")]
 LimitOption = Annotated[int | None, typer.Option(help="Use at most N segments/sentences from --start.")]
@@ -28,52 +56,10 @@ LongformOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")]
-PartialsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--partials",
-        help="Recognizer output, FILE or TALK=FILE (repeatable; a talk id in the file name also works).",
-    ),
-]
-FormatOption = Annotated[
-    str | None,
-    typer.Option(help=f"Format of --partials: {', '.join(FORMATS)} (default: from the file suffix)."),
-]
-TimeUnitOption = Annotated[
-    str | None,
-    typer.Option(
-        help=f"Unit of the times in --partials: {', '.join(TIME_UNITS)} (default: sltev cs, else ms)."
-    ),
-]
-AlignOption = Annotated[
-    str, typer.Option(help=f"Assign recognized words to segments by {' or '.join(ALIGN_MODES)}.")
-]
-MaxGapOption = Annotated[
-    float, typer.Option(help="Words up to this far (ms) outside every segment go to the nearest one.")
-]
 SegmentsOption = Annotated[
     Path | None,
     typer.Option(help="Segment YAML ({offset, duration, wav} per segment). Default: found next to the text."),
 ]
-AsrModelOption = Annotated[
-    Path | None,
-    typer.Option(
-        help="faster-whisper (CTranslate2) model folder. Default: Whisper base from the simul[asr] packages."
-    ),
-]
-StableOption = Annotated[
-    str,
-    typer.Option(
-        help=f"Partials shown: {' or '.join(STABLE_POLICIES)} (LocalAgreement-2: what the last two agree on)."
-    ),
-]
-AsrWindowOption = Annotated[
-    str, typer.Option(help=f"Encoder input: {' or '.join(WINDOWS)} (audio so far + 3 s, or 30 s windows).")
-]
-VadOption = Annotated[str, typer.Option(help=f"Speech gate before Whisper: {', '.join(VADS)}.")]
-AsrComputeOption = Annotated[str, typer.Option(help="CTranslate2 compute type (int8, float32, ...).")]
-AsrBeamOption = Annotated[int, typer.Option(help="Whisper beam size (1: greedy).")]
-AsrThreadsOption = Annotated[int, typer.Option(help="CPU threads for Whisper (0: min(4, cores)).")]
 
 
 def summary_line(count: int, output: Path, unaligned: int, what: str) -> None:

@@ -1,34 +1,34 @@
 """`simul streams acl6060` and `simul streams asr`: streams of speech, from recognizer partials, recognized
-audio or simulated partials."""
+audio or simulated partials.
+
+Each command has modes that share no options: reading recognizer output (--partials: PartialsOptions),
+recognizing audio (--audio-dir or --audio: AsrOptions), simulating partials from the segment times
+(--simulate: SimulateOptions, acl6060 only) and whole talks (--longform). Each mode is its own function,
+given only the options it uses; the options of the modes not chosen are refused (exit 2), every one named.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from simul.cli.common import err_console, handle_errors, print_json
+from simul.cli.ignored import refuse
+from simul.cli.option_groups import changed, with_group
 from simul.cli.streams_cmd.common import (
-    AlignOption,
-    AsrBeamOption,
-    AsrComputeOption,
-    AsrModelOption,
-    AsrThreadsOption,
-    AsrWindowOption,
-    FormatOption,
     JsonOption,
     LimitOption,
     LongformOption,
-    MaxGapOption,
-    OutputOption,
-    PartialsOption,
+    OutOption,
+    RefFilesOption,
     SegmentsOption,
-    StableOption,
     StartOption,
-    TimeUnitOption,
-    VadOption,
+    src_lang_option,
     summary_line,
+    tgt_lang_option,
     warn,
     write_output,
 )
@@ -37,7 +37,8 @@ from simul.common.languages import get_language
 from simul.common.safe_text import markup
 from simul.streams.acl6060 import acl6060_segments
 from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
-from simul.streams.asr.recognizer import RecognizerOptions
+from simul.streams.asr.partials import StablePolicy
+from simul.streams.asr.recognizer import AsrWindow, ComputeType, RecognizerOptions, Vad
 from simul.streams.asr.run import AudioSettings, recognize_segments
 from simul.streams.longform import (
     DEFAULT_LONGFORM_INTERVAL_MS,
@@ -49,8 +50,121 @@ from simul.streams.longform import (
 )
 from simul.streams.partials import DEFAULT_MAX_GAP_MS, PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
+from simul.streams.partials.formats import AlignMode, PartialsFormat, TimeUnit
 from simul.streams.segments import Segment, line_segments, select
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
+
+
+@dataclass(frozen=True)
+class PartialsOptions:
+    """Reading a recognizer's output (--partials) and fitting its words to the segments."""
+
+    partials: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--partials",
+            metavar="<file>",
+            help="Recognizer output, FILE or TALK=FILE (repeatable; a talk id in the file name also works).",
+        ),
+    ] = None
+    partials_format: Annotated[
+        PartialsFormat | None,
+        typer.Option("--partials-format", help="Format of --partials (default: from the file suffix)."),
+    ] = None
+    time_unit: Annotated[
+        TimeUnit | None,
+        typer.Option("--time-unit", help="Unit of the times in --partials (default: sltev cs, else ms)."),
+    ] = None
+    align: Annotated[
+        AlignMode, typer.Option("--align", help="Assign recognized words to segments by text or by time.")
+    ] = "text"
+    max_gap_ms: Annotated[
+        float, typer.Option(help="Words up to this far (ms) outside every segment go to the nearest one.")
+    ] = DEFAULT_MAX_GAP_MS
+
+
+@dataclass(frozen=True)
+class AsrOptions:
+    """Recognizing audio (acl6060 --audio-dir, asr --audio): the recognizer and the partials it shows."""
+
+    stable: Annotated[
+        StablePolicy,
+        typer.Option(
+            "--stable",
+            help="Partials shown: all, or what the last two agree on (local-agreement: LocalAgreement-2).",
+        ),
+    ] = "none"
+    asr_model: Annotated[
+        Path | None,
+        typer.Option(
+            help="faster-whisper (CTranslate2) model folder. Default: Whisper base from the simul[asr] "
+            "packages."
+        ),
+    ] = None
+    asr_window: Annotated[
+        AsrWindow,
+        typer.Option(
+            "--asr-window", help="Encoder input: the audio so far + 3 s (trimmed) or 30 s windows (padded)."
+        ),
+    ] = "trimmed"
+    vad: Annotated[Vad, typer.Option("--vad", help="Speech gate before Whisper.")] = "silero"
+    asr_compute_type: Annotated[
+        ComputeType, typer.Option("--asr-compute-type", help="CTranslate2 compute type.")
+    ] = "int8"
+    asr_beam_size: Annotated[int, typer.Option(help="Whisper beam size (1: greedy).")] = 1
+    asr_threads: Annotated[int, typer.Option(help="CPU threads for Whisper (0: min(4, cores)).")] = 0
+
+    def settings(self, interval_ms: float | None, language: str) -> AudioSettings:
+        options = RecognizerOptions(
+            language=language,
+            beam_size=self.asr_beam_size,
+            compute_type=self.asr_compute_type,
+            threads=self.asr_threads,
+            window=self.asr_window,
+            vad=self.vad,
+        )
+        settings = AudioSettings(
+            model=self.asr_model,
+            interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
+            stable=self.stable,
+            options=options,
+        )
+        settings.check()
+        return settings
+
+
+@dataclass(frozen=True)
+class SimulateOptions:
+    """Partials simulated from the segment times (acl6060 --simulate, and its --longform talks)."""
+
+    simulate: Annotated[
+        bool, typer.Option("--simulate", help="Simulate recognizer partials from the segment times.")
+    ] = False
+    word_times: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--word-times",
+            metavar="<file>",
+            help="Word-timed transcript of a talk for --simulate, FILE or TALK=FILE (repeatable).",
+        ),
+    ] = None
+    revise_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--revise-rate", help="Share of simulated partials whose last word is first misrecognized."
+        ),
+    ] = None
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated revisions.")] = 0
+
+
+def only_with(mode: str, options: list[str]) -> list[str]:
+    """The problem of options given outside the mode they belong to (none when the list is empty)."""
+    return [f"options that only apply with {mode}: {', '.join(options)}"] if options else []
+
+
+def not_with(mode: str, options: list[str], why: str = "") -> list[str]:
+    """The problem of options that the mode ``mode`` has no use for (none when the list is empty)."""
+    return [f"options that do not apply with {mode}{why}: {', '.join(options)}"] if options else []
 
 
 def _report_partials(result: PartialsImport) -> None:
@@ -78,35 +192,6 @@ def _report_partials(result: PartialsImport) -> None:
             "skipped",
             label="note",
         )
-
-
-def _asr_settings(
-    asr_model: Path | None,
-    interval_ms: float | None,
-    stable: str,
-    asr_window: str,
-    vad: str,
-    asr_compute_type: str,
-    asr_beam_size: int,
-    asr_threads: int,
-    language: str,
-) -> AudioSettings:
-    options = RecognizerOptions(
-        language=language,
-        beam_size=asr_beam_size,
-        compute_type=asr_compute_type,
-        threads=asr_threads,
-        window=asr_window,
-        vad=vad,
-    )
-    settings = AudioSettings(
-        model=asr_model,
-        interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
-        stable=stable,
-        options=options,
-    )
-    settings.check()
-    return settings
 
 
 def _recognize(items: list[AudioSegment], settings: AudioSettings, src: str, tgt: str) -> AudioImport:
@@ -142,8 +227,11 @@ def _report_audio(result: AudioImport) -> None:
 
 
 @handle_errors
+@with_group("simulated", SimulateOptions)
+@with_group("asr", AsrOptions)
+@with_group("partials", PartialsOptions)
 def acl6060_command(
-    output: OutputOption,
+    out: OutOption,
     data_dir: Annotated[
         Path | None,
         typer.Option(
@@ -151,196 +239,188 @@ def acl6060_command(
         ),
     ] = None,
     split: Annotated[str, typer.Option(help="Split: dev or eval.")] = "dev",
-    tgt: Annotated[str, typer.Option(help="Target language: de, ja, zh (any language on disk).")] = "de",
+    tgt_lang: Annotated[str, tgt_lang_option("Target language: de, ja, zh (any language on disk).")] = "de",
     segments: SegmentsOption = None,
-    partials: PartialsOption = None,
-    partials_format: FormatOption = None,
-    time_unit: TimeUnitOption = None,
-    align: AlignOption = "text",
-    max_gap_ms: MaxGapOption = DEFAULT_MAX_GAP_MS,
-    simulate: Annotated[
-        bool, typer.Option("--simulate", help="Simulate recognizer partials from the segment times.")
-    ] = False,
     interval_ms: Annotated[
         float | None,
         typer.Option(
-            help=f"Simulated partial every N ms (default {DEFAULT_INTERVAL_MS:g}; with --longform a step "
-            f"every {DEFAULT_LONGFORM_INTERVAL_MS:g})."
+            "--interval-ms",
+            help=f"--simulate or --audio-dir: a partial every N ms (default {DEFAULT_INTERVAL_MS:g}; with "
+            f"--longform a step every {DEFAULT_LONGFORM_INTERVAL_MS:g}).",
         ),
     ] = None,
-    word_times: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--word-times",
-            help="Word-timed transcript of a talk for --simulate, FILE or TALK=FILE (repeatable).",
-        ),
-    ] = None,
-    revise_rate: Annotated[
-        float | None, typer.Option(help="Share of simulated partials whose last word is first misrecognized.")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the simulated revisions.")] = 0,
     audio_dir: Annotated[
         Path | None,
         typer.Option(
             help="Recognize the talks' audio: DIR holds <talk>.wav as named in the YAML's wav field."
         ),
     ] = None,
-    stable: StableOption = "none",
-    asr_model: AsrModelOption = None,
-    asr_window: AsrWindowOption = "trimmed",
-    vad: VadOption = "silero",
-    asr_compute_type: AsrComputeOption = "int8",
-    asr_beam_size: AsrBeamOption = 1,
-    asr_threads: AsrThreadsOption = 0,
     longform: LongformOption = False,
     talk: Annotated[
         list[str] | None,
-        typer.Option("--talk", help="With --longform: build only this talk (repeatable; default: all)."),
+        typer.Option(
+            "--talk",
+            metavar="<str>",
+            help="With --longform: build only this talk (repeatable; default: all).",
+        ),
     ] = None,
     start: StartOption = 1,
     limit: LimitOption = None,
     as_json: JsonOption = False,
+    *,
+    partials: PartialsOptions,
+    asr: AsrOptions,
+    simulated: SimulateOptions,
 ) -> None:
     """ACL 60/60 streams (English speech): steps from recognizer partials, recognized audio or simulation.
 
     With --longform, one stream per talk (the growing talk transcript; simulated timing unless --partials
     gives the recognizer's talk-level output); --limit N then keeps each talk's first N segments."""
     if longform:
-        asr_given = audio_dir is not None or stable != "none" or asr_model is not None
-        if asr_given or asr_window != "trimmed" or vad != "silero" or asr_compute_type != "int8":
-            raise UsageError(
-                "--longform reads --partials or simulates: --audio-dir and the ASR options do not apply"
+        refuse(
+            (
+                ["--longform reads --partials or simulates: --audio-dir and the ASR options do not apply"]
+                if audio_dir is not None or changed(asr)
+                else []
             )
-        if asr_beam_size != 1 or asr_threads != 0:
-            raise UsageError(
-                "--longform reads --partials or simulates: --audio-dir and the ASR options do not apply"
+            + not_with(
+                "--longform",
+                changed(partials, ("align", "max_gap_ms")) + changed(simulated, ("revise_rate", "seed")),
+                " (a talk is one stream)",
             )
-        if align != "text" or max_gap_ms != DEFAULT_MAX_GAP_MS or revise_rate is not None:
-            raise UsageError(
-                "--align, --max-gap-ms and --revise-rate do not apply with --longform (a talk is one stream)"
-            )
-        if start != 1:
-            raise UsageError("--start does not apply with --longform; pick talks with --talk")
-        all_segments, _ = acl6060_segments(data_dir, split, tgt, segments)
+            + (["--start does not apply with --longform; pick talks with --talk"] if start != 1 else [])
+        )
+        all_segments, _ = acl6060_segments(data_dir, split, tgt_lang, segments)
+        names = (f"acl6060-{split}", f"acl6060 {split}")
+        tgt = get_language(tgt_lang).short
         _longform_talks(
-            output,
-            all_segments,
-            f"acl6060-{split}",
-            f"acl6060 {split}",
-            "en",
-            get_language(tgt).short,
-            talk or [],
-            limit,
-            partials or [],
-            partials_format,
-            time_unit,
-            interval_ms,
-            word_times or [],
-            simulate,
-            as_json,
+            out, all_segments, names, "en", tgt, talk or [], limit, partials, simulated, interval_ms, as_json
         )
         return
     if talk:
         raise UsageError("--talk only applies with --longform")
-    if bool(partials) + simulate + (audio_dir is not None) != 1:
+    if bool(partials.partials) + simulated.simulate + (audio_dir is not None) != 1:
         raise UsageError(
             "choose the partials: --partials FILE (recognizer output) or --simulate, or --audio-dir DIR "
             "(recognize the talks' audio)"
         )
-    asr_given = (
-        stable != "none"
-        or asr_model is not None
-        or asr_window != "trimmed"
-        or vad != "silero"
-        or asr_compute_type != "int8"
-        or asr_beam_size != 1
-        or asr_threads != 0
-    )
-    if asr_given and audio_dir is None:
-        raise UsageError("--stable and the --asr-*/--vad options only apply with --audio-dir")
-    all_segments, _ = acl6060_segments(data_dir, split, tgt, segments)
-    chosen = select(all_segments, start, limit)
-    tgt_short = get_language(tgt).short
-    summary: dict[str, Any]
     if audio_dir is not None:
-        if partials_format is not None or time_unit is not None or align != "text":
-            raise UsageError("--partials-format, --time-unit and --align only apply with --partials")
-        if word_times or revise_rate is not None:
-            raise UsageError("--word-times and --revise-rate only apply with --simulate")
-        settings = _asr_settings(
-            asr_model,
-            interval_ms,
-            stable,
-            asr_window,
-            vad,
-            asr_compute_type,
-            asr_beam_size,
-            asr_threads,
-            "en",
+        mode, other = (
+            "--audio-dir",
+            only_with("--partials", changed(partials)) + only_with("--simulate", changed(simulated)),
         )
-        items, without_audio = dataset_segments(chosen, audio_dir)
-        if without_audio:
-            talks = sorted({s.talk for s in without_audio})
-            warn(
-                f"{len(without_audio)} selected segments belong to talks without audio in {audio_dir} and "
-                f"were skipped (talks {', '.join(talks[:5])}{', ...' if len(talks) > 5 else ''})",
-                label="note",
-            )
-        recognized = _recognize(items, settings, "en", tgt_short)
-        _report_audio(recognized)
-        count = write_output(output, recognized.streams)
-        summary_line(
-            count, output, 0, f"acl6060 {split} en->{tgt_short}, {_audio_what(recognized, settings)}"
+    elif simulated.simulate:
+        mode, other = (
+            "--simulate",
+            only_with("--partials", changed(partials)) + only_with("--audio-dir", changed(asr)),
         )
-        summary = recognized.summary()
-    elif simulate:
-        if partials_format is not None or time_unit is not None or align != "text":
-            raise UsageError("--partials-format, --time-unit and --align only apply with --partials")
-        simulated = simulated_streams(
-            all_segments,
-            chosen,
-            tgt_short,
-            interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
-            word_times=word_times or [],
-            revise_rate=0.0 if revise_rate is None else revise_rate,
-            seed=seed,
-        )
-        count = write_output(output, simulated.streams)
-        summary_line(count, output, 0, f"acl6060 {split} en->{tgt_short}, simulated partials")
-        summary = simulated.summary()
     else:
-        if word_times or interval_ms is not None or revise_rate is not None:
-            raise UsageError(
-                "--word-times and --revise-rate only apply with --simulate, --interval-ms with --simulate or "
-                "--audio-dir"
-            )
-        result = build_partial_streams(
-            all_segments,
-            chosen,
-            partials or [],
-            partials_format,
-            tgt_short,
-            "en",
-            time_unit,
-            align,
-            max_gap_ms,
+        mode = "--partials"
+        other = (
+            only_with("--simulate", changed(simulated))
+            + only_with("--audio-dir", changed(asr))
+            + only_with("--simulate or --audio-dir", ["--interval-ms"] if interval_ms is not None else [])
         )
-        _report_partials(result)
-        count = write_output(output, result.streams, partials)
-        formats = ", ".join(sorted({r.format for r in result.reports}))
-        summary_line(
-            count, output, result.unaligned_partials, f"acl6060 {split} en->{tgt_short}, {formats} partials"
-        )
-        summary = result.summary()
+    refuse(other)
+    all_segments, _ = acl6060_segments(data_dir, split, tgt_lang, segments)
+    chosen = select(all_segments, start, limit)
+    tgt = get_language(tgt_lang).short
+    what = f"acl6060 {split} en->{tgt}"
+    if mode == "--audio-dir":
+        assert audio_dir is not None
+        count, summary = _acl6060_audio(out, chosen, audio_dir, asr.settings(interval_ms, "en"), tgt, what)
+    elif mode == "--simulate":
+        count, summary = _acl6060_simulated(out, all_segments, chosen, simulated, interval_ms, tgt, what)
+    else:
+        count, summary = _partial_streams(out, all_segments, chosen, partials, "en", tgt, what)
     if as_json:
-        print_json({"output": str(output), **summary, "streams": count})
+        print_json({"output": str(out), **summary, "streams": count})
+
+
+def _acl6060_audio(
+    out: Path, chosen: list[Segment], audio_dir: Path, settings: AudioSettings, tgt: str, what: str
+) -> tuple[int, dict[str, Any]]:
+    """--audio-dir: recognize the chosen segments in their talks' audio."""
+    items, without_audio = dataset_segments(chosen, audio_dir)
+    if without_audio:
+        talks = sorted({s.talk for s in without_audio})
+        warn(
+            f"{len(without_audio)} selected segments belong to talks without audio in {audio_dir} and "
+            f"were skipped (talks {', '.join(talks[:5])}{', ...' if len(talks) > 5 else ''})",
+            label="note",
+        )
+    return _write_recognized(out, items, settings, "en", tgt, what)
+
+
+def _write_recognized(
+    out: Path, items: list[AudioSegment], settings: AudioSettings, src: str, tgt: str, what: str
+) -> tuple[int, dict[str, Any]]:
+    """Recognize the segments' audio (acl6060 --audio-dir, asr --audio) and write a stream per segment."""
+    recognized = _recognize(items, settings, src, tgt)
+    _report_audio(recognized)
+    count = write_output(out, recognized.streams)
+    summary_line(count, out, 0, f"{what}, {_audio_what(recognized, settings)}")
+    return count, recognized.summary()
+
+
+def _acl6060_simulated(
+    out: Path,
+    all_segments: list[Segment],
+    chosen: list[Segment],
+    simulated: SimulateOptions,
+    interval_ms: float | None,
+    tgt: str,
+    what: str,
+) -> tuple[int, dict[str, Any]]:
+    """--simulate: partials from the segment times (and word times), with revisions at --revise-rate."""
+    result = simulated_streams(
+        all_segments,
+        chosen,
+        tgt,
+        interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
+        word_times=simulated.word_times or [],
+        revise_rate=0.0 if simulated.revise_rate is None else simulated.revise_rate,
+        seed=simulated.seed,
+    )
+    count = write_output(out, result.streams)
+    summary_line(count, out, 0, f"{what}, simulated partials")
+    return count, result.summary()
+
+
+def _partial_streams(
+    out: Path,
+    all_segments: list[Segment],
+    chosen: list[Segment],
+    partials: PartialsOptions,
+    src: str,
+    tgt: str,
+    what: str,
+) -> tuple[int, dict[str, Any]]:
+    """--partials: a stream per segment from the recognizer's output (acl6060 and asr)."""
+    result = build_partial_streams(
+        all_segments,
+        chosen,
+        partials.partials or [],
+        partials.partials_format,
+        tgt,
+        src,
+        partials.time_unit,
+        partials.align,
+        partials.max_gap_ms,
+    )
+    _report_partials(result)
+    count = write_output(out, result.streams, partials.partials)
+    formats = ", ".join(sorted({r.format for r in result.reports}))
+    summary_line(count, out, result.unaligned_partials, f"{what}, {formats} partials")
+    return count, result.summary()
 
 
 @handle_errors
+@with_group("asr", AsrOptions)
+@with_group("partials", PartialsOptions)
 def asr_command(
-    output: OutputOption,
-    tgt: Annotated[str, typer.Option(help="Target language of the streams.")],
-    partials: PartialsOption = None,
+    out: OutOption,
+    tgt_lang: Annotated[str, tgt_lang_option("Target language of the streams.")],
     audio: Annotated[
         Path | None,
         typer.Option(help="Recognize this audio file (any rate and channels) instead of reading --partials."),
@@ -348,19 +428,13 @@ def asr_command(
     source: Annotated[
         Path | None,
         typer.Option(
-            help="Reference transcript, one segment per line (e.g. an SLTev .OSt file); with --audio: "
-            "optional, for the final WER."
+            "--source",
+            help="Source transcript, one segment per line (e.g. an SLTev .OSt file); with --audio: "
+            "optional, for the final WER.",
         ),
     ] = None,
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            "--reference",
-            "--ref",
-            help="Reference translation, one line per segment (line-aligned with --source or the segments).",
-        ),
-    ] = None,
-    src: Annotated[str, typer.Option(help="Source (spoken) language.")] = "en",
+    ref: RefFilesOption = None,
+    src_lang: Annotated[str, src_lang_option("Source (spoken) language.")] = "en",
     name: Annotated[
         str | None,
         typer.Option(
@@ -372,10 +446,6 @@ def asr_command(
         typer.Option(help="Talk id of all lines when there is no --segments YAML (default: --name)."),
     ] = None,
     segments: SegmentsOption = None,
-    partials_format: FormatOption = None,
-    time_unit: TimeUnitOption = None,
-    align: AlignOption = "text",
-    max_gap_ms: MaxGapOption = DEFAULT_MAX_GAP_MS,
     interval_ms: Annotated[
         float | None,
         typer.Option(
@@ -386,152 +456,155 @@ def asr_command(
         float | None,
         typer.Option(help="With --audio and no --segments: cut the file at pauses of at least N ms."),
     ] = None,
-    stable: StableOption = "none",
-    asr_model: AsrModelOption = None,
-    asr_window: AsrWindowOption = "trimmed",
-    vad: VadOption = "silero",
-    asr_compute_type: AsrComputeOption = "int8",
-    asr_beam_size: AsrBeamOption = 1,
-    asr_threads: AsrThreadsOption = 0,
     longform: LongformOption = False,
     start: StartOption = 1,
     limit: LimitOption = None,
     as_json: JsonOption = False,
+    *,
+    partials: PartialsOptions,
+    asr: AsrOptions,
 ) -> None:
     """Streams from any recognizer output and a line-aligned transcript, or from recognizing an audio file.
 
     With --longform, --partials covers whole recordings: one stream per talk (the --segments YAML's wav,
     else --talk), with the line-aligned segments as its reference segmentation."""
+    refs = list(ref or [])
     if longform:
         if audio is not None:
             raise UsageError(
                 "--longform reads the recognizer's talk-level output (--partials FILE); recognizing --audio "
                 "makes one stream per segment (leave out --longform)"
             )
-        if align != "text" or max_gap_ms != DEFAULT_MAX_GAP_MS or start != 1 or limit is not None:
-            raise UsageError("--align, --max-gap-ms, --start and --limit do not apply with --longform")
-    if bool(partials) == (audio is not None):
+        start_limit = (["--start"] if start != 1 else []) + (["--limit"] if limit is not None else [])
+        refuse(
+            not_with(
+                "--longform",
+                changed(partials, ("align", "max_gap_ms")) + start_limit,
+                " (a talk is one stream)",
+            )
+        )
+    if bool(partials.partials) == (audio is not None):
         raise UsageError(
             "pass the recognizer output with --partials FILE, or an audio file to recognize with --audio FILE"
         )
-    src_short, tgt_short = get_language(src).short, get_language(tgt).short
+    src, tgt = get_language(src_lang).short, get_language(tgt_lang).short
     if audio is not None:
-        if partials_format is not None or time_unit is not None or align != "text" or talk is not None:
-            raise UsageError("--partials-format, --time-unit, --align and --talk only apply with --partials")
+        refuse(only_with("--partials", changed(partials) + (["--talk"] if talk is not None else [])))
         if segments is not None and split_silence_ms is not None:
             raise UsageError(
                 "--split-silence-ms only applies without --segments (the YAML gives the segments)"
             )
-        settings = _asr_settings(
-            asr_model,
-            interval_ms,
-            stable,
-            asr_window,
-            vad,
-            asr_compute_type,
-            asr_beam_size,
-            asr_threads,
-            src_short,
-        )
-        dataset = name or (source.name.split(".")[0] if source is not None else _audio_name(audio))
-        items = file_segments(audio, dataset, segments, reference, source, split_silence_ms)
-        by_id = {item.segment.id: item for item in items}
-        chosen_items = [by_id[s.id] for s in select([i.segment for i in items], start, limit)]
-        recognized = _recognize(chosen_items, settings, src_short, tgt_short)
-        _report_audio(recognized)
-        count = write_output(output, recognized.streams)
-        summary_line(
-            count, output, 0, f"{dataset} {src_short}->{tgt_short}, {_audio_what(recognized, settings)}"
+        count, summary = _asr_audio(
+            out,
+            audio,
+            source,
+            refs,
+            name,
+            segments,
+            split_silence_ms,
+            start,
+            limit,
+            asr.settings(interval_ms, src),
+            src,
+            tgt,
         )
         if as_json:
-            print_json({"output": str(output), **recognized.summary(), "streams": count})
+            print_json({"output": str(out), **summary, "streams": count})
         return
-    if interval_ms is not None or split_silence_ms is not None:
-        raise UsageError("--interval-ms and --split-silence-ms only apply with --audio")
-    if stable != "none" or asr_model is not None or asr_window != "trimmed" or vad != "silero":
-        raise UsageError("--stable, --vad and the --asr-* options only apply with --audio")
-    if asr_compute_type != "int8" or asr_beam_size != 1 or asr_threads != 0:
-        raise UsageError("--stable, --vad and the --asr-* options only apply with --audio")
+    audio_only = changed(asr) + [
+        option
+        for option, value in (("--interval-ms", interval_ms), ("--split-silence-ms", split_silence_ms))
+        if value is not None
+    ]
+    refuse(only_with("--audio", audio_only))
     if source is None:
         raise UsageError(
             "--partials needs the reference transcript: pass --source FILE (one segment per line)"
         )
     dataset = name or source.name.split(".")[0]
-    all_segments = line_segments(source, reference, dataset, talk or dataset, segments)
+    all_segments = line_segments(source, refs, dataset, talk or dataset, segments)
     if longform:
+        no_simulation = SimulateOptions()
         _longform_talks(
-            output,
-            all_segments,
-            dataset,
-            dataset,
-            src_short,
-            tgt_short,
-            [],
-            None,
-            partials or [],
-            partials_format,
-            time_unit,
-            None,
-            [],
-            False,
-            as_json,
+            out, all_segments, (dataset, dataset), src, tgt, [], None, partials, no_simulation, None, as_json
         )
         return
     chosen = select(all_segments, start, limit)
-    result = build_partial_streams(
-        all_segments,
-        chosen,
-        partials or [],
-        partials_format,
-        tgt_short,
-        src_short,
-        time_unit,
-        align,
-        max_gap_ms,
-    )
-    _report_partials(result)
-    count = write_output(output, result.streams, partials)
-    formats = ", ".join(sorted({r.format for r in result.reports}))
-    summary_line(
-        count, output, result.unaligned_partials, f"{dataset} {src_short}->{tgt_short}, {formats} partials"
+    count, summary = _partial_streams(
+        out, all_segments, chosen, partials, src, tgt, f"{dataset} {src}->{tgt}"
     )
     if as_json:
-        print_json({"output": str(output), **result.summary(), "streams": count})
+        print_json({"output": str(out), **summary, "streams": count})
+
+
+def _asr_audio(
+    out: Path,
+    audio: Path,
+    source: Path | None,
+    refs: list[Path],
+    name: str | None,
+    segments: Path | None,
+    split_silence_ms: float | None,
+    start: int,
+    limit: int | None,
+    settings: AudioSettings,
+    src: str,
+    tgt: str,
+) -> tuple[int, dict[str, Any]]:
+    """--audio: recognize one audio file, cut by --segments or at pauses, or whole."""
+    dataset = name or (source.name.split(".")[0] if source is not None else _audio_name(audio))
+    items = file_segments(audio, dataset, segments, refs, source, split_silence_ms)
+    by_id = {item.segment.id: item for item in items}
+    chosen_items = [by_id[s.id] for s in select([i.segment for i in items], start, limit)]
+    return _write_recognized(out, chosen_items, settings, src, tgt, f"{dataset} {src}->{tgt}")
 
 
 def _longform_talks(
-    output: Path,
+    out: Path,
     all_segments: list[Segment],
-    id_prefix: str,
-    what: str,
+    names: tuple[str, str],
     src: str,
     tgt: str,
     talks_wanted: list[str],
     limit: int | None,
-    partials: list[str],
-    partials_format: str | None,
-    time_unit: str | None,
+    partials: PartialsOptions,
+    simulated: SimulateOptions,
     interval_ms: float | None,
-    word_times: list[str],
-    simulate: bool,
     as_json: bool,
 ) -> None:
-    """Write one long-form stream per talk: from recognizer output (``partials``) or simulated timing."""
+    """Write one long-form stream per talk: from recognizer output (--partials) or simulated timing
+    (``names``: the stream id prefix and the data set as the summary names it)."""
+    id_prefix, what = names
     if limit is not None and limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     every = talks_in_order(all_segments)
     talks = pick_talks(every, talks_wanted)
-    if partials:
-        if simulate or interval_ms is not None or word_times:
-            raise UsageError("--simulate, --interval-ms and --word-times do not apply with --partials")
+    if partials.partials:
+        simulation = changed(simulated, ("simulate", "word_times")) + (
+            ["--interval-ms"] if interval_ms is not None else []
+        )
+        if simulation:
+            raise UsageError(
+                f"{', '.join(simulation)} do{'es' if len(simulation) == 1 else ''} not apply with --partials"
+            )
         if limit is not None:
             raise UsageError(
                 "--limit cuts simulated talks only; with --partials cut the recognizer output instead"
             )
-        built = partial_talks(talks, id_prefix, partials, partials_format, src, tgt, time_unit, list(every))
+        built = partial_talks(
+            talks,
+            id_prefix,
+            partials.partials,
+            partials.partials_format,
+            src,
+            tgt,
+            partials.time_unit,
+            list(every),
+        )
         if not built.streams:
             raise SimulError(
-                f"no talks to write: the partials in {', '.join(partials)} cover none of the selected talks"
+                f"no talks to write: the partials in {', '.join(partials.partials)} cover none of the "
+                "selected talks"
             )
         uncovered = [t for t in talks if t not in {d["talk"] for d in built.details}]
         if uncovered:
@@ -539,8 +612,7 @@ def _longform_talks(
             warn(f"{len(uncovered)} talks have no partials and were not written ({shown})", label="note")
         how = "recognizer output"
     else:
-        if partials_format is not None or time_unit is not None:
-            raise UsageError("--partials-format and --time-unit only apply with --partials")
+        refuse(only_with("--partials", changed(partials, ("partials_format", "time_unit"))))
         if limit is not None:
             talks = {t: segs[:limit] for t, segs in talks.items()}
         built = simulated_talks(
@@ -549,11 +621,11 @@ def _longform_talks(
             src,
             tgt,
             DEFAULT_LONGFORM_INTERVAL_MS if interval_ms is None else interval_ms,
-            word_times,
+            simulated.word_times or [],
             list(every),
         )
         how = "simulated timing"
-    count = write_output(output, built.streams)
+    count = write_output(out, built.streams)
     steps = sum(len(s.steps) for s in built.streams)
     trimmed = sum(d["overlaps_trimmed"] for d in built.details)
     if trimmed:
@@ -563,14 +635,14 @@ def _longform_talks(
             label="note",
         )
     err_console.print(
-        f"wrote {count} long-form talk{'' if count == 1 else 's'} ({steps} steps) to {output} "
+        f"wrote {count} long-form talk{'' if count == 1 else 's'} ({steps} steps) to {out} "
         f"({what} {src}->{tgt}, {how})",
         soft_wrap=True,
         highlight=False,
         markup=False,
     )
     if as_json:
-        print_json({"output": str(output), **built.summary()})
+        print_json({"output": str(out), **built.summary()})
 
 
 def _audio_name(audio: Path) -> str:

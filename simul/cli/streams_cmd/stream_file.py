@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
 from simul.cli.common import err_console, handle_errors, print_json
-from simul.cli.streams_cmd.common import (
-    LimitOption,
-    OutputOption,
-)
+from simul.cli.streams_cmd.common import LimitOption, OutOption
 from simul.common.errors import SimulError, UsageError
 from simul.common.languages import get_language
 from simul.common.safe_text import excerpt, markup, plain
@@ -234,9 +231,10 @@ def _segments_table(stream: Stream) -> Table:
 @handle_errors
 def export_command(
     path: Annotated[Path, typer.Argument(help="Stream file (JSONL).")],
-    output: OutputOption,
+    out: OutOption,
     format: Annotated[
-        str, typer.Option("--format", help="ssbd-ref: the SSBD reference's stream.jsonl.")
+        Literal["ssbd-ref"],
+        typer.Option("--format", help="The format to write (ssbd-ref: the SSBD reference's stream.jsonl)."),
     ] = "ssbd-ref",
     limit: LimitOption = None,
 ) -> None:
@@ -247,6 +245,6 @@ def export_command(
     if format != "ssbd-ref":
         raise UsageError(f"unknown --format {format!r}; choose one of: ssbd-ref")
     streams = read_streams(path, limit)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(output, stream_lines(streams))
-    err_console.print(f"wrote {len(streams)} streams to {output} (the SSBD reference's stream.jsonl)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, stream_lines(streams))
+    err_console.print(f"wrote {len(streams)} streams to {out} (the SSBD reference's stream.jsonl)")

@@ -11,63 +11,63 @@ from simul.cli.common import err_console, handle_errors, print_json
 from simul.cli.streams_cmd.common import (
     JsonOption,
     LimitOption,
-    OutputOption,
+    OutOption,
+    RefFilesOption,
     StartOption,
+    src_lang_option,
     summary_line,
+    tgt_lang_option,
     warn,
     write_output,
 )
 from simul.common.errors import UsageError
 from simul.common.languages import get_language
+from simul.streams.fixed_lag import LagUnit
 from simul.streams.flores import flores_streams
+from simul.streams.parallel_text import TextFormat
 from simul.streams.text_streams import TextRequest, text_documents, text_streams
 
 
 @handle_errors
 def flores_command(
-    output: OutputOption,
+    out: OutOption,
     data_dir: Annotated[
         Path | None,
         typer.Option(help="FLORES-200 or FLORES+ folder. Default: the shipped 50-sentence devtest sample."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split: devtest or dev (any split on disk).")] = "devtest",
-    src: Annotated[str, typer.Option(help="Source language (FLORES code or short code).")] = "eng_Latn",
-    tgt: Annotated[str, typer.Option(help="Target language (FLORES code or short code).")] = "deu_Latn",
+    src_lang: Annotated[str, src_lang_option()] = "eng_Latn",
+    tgt_lang: Annotated[str, tgt_lang_option()] = "deu_Latn",
     lag: Annotated[int, typer.Option(help="Words (characters for zh/ja) revealed per step.")] = 3,
     start: StartOption = 1,
     limit: LimitOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Fixed word-lag streams over FLORES: step t reveals the first t*lag words of each sentence."""
-    streams = list(flores_streams(data_dir, split, src, tgt, lag, start=start, limit=limit))
-    count = write_output(output, streams)
-    pair = f"{get_language(src).short}->{get_language(tgt).short}"
-    summary_line(count, output, 0, f"flores200 {split} {pair}, lag {lag}")
+    streams = list(flores_streams(data_dir, split, src_lang, tgt_lang, lag, start=start, limit=limit))
+    count = write_output(out, streams)
+    pair = f"{get_language(src_lang).short}->{get_language(tgt_lang).short}"
+    summary_line(count, out, 0, f"flores200 {split} {pair}, lag {lag}")
     if as_json:
-        print_json({"output": str(output), "streams": count, "unaligned_partials": 0, "lag": lag})
+        print_json({"output": str(out), "streams": count, "unaligned_partials": 0, "lag": lag})
 
 
 @handle_errors
 def text_command(
-    output: OutputOption,
-    src_file: Annotated[
+    out: OutOption,
+    source: Annotated[
         Path | None,
         typer.Option(
-            "--src",
+            "--source",
             help="Source file: one segment per line, or a TSV/JSONL file holding references too (--format).",
         ),
     ] = None,
-    ref: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--ref", help="Reference file, line-aligned with --src (repeatable: several references)."
-        ),
-    ] = None,
-    src_lang: Annotated[str | None, typer.Option(help="Source language (short or FLORES code).")] = None,
-    tgt_lang: Annotated[str | None, typer.Option(help="Target language (short or FLORES code).")] = None,
+    ref: RefFilesOption = None,
+    src_lang: Annotated[str | None, src_lang_option()] = None,
+    tgt_lang: Annotated[str | None, tgt_lang_option()] = None,
     text_format: Annotated[
-        str | None,
-        typer.Option("--format", help="lines, tsv or jsonl (default: from the suffix of --src; else lines)."),
+        TextFormat | None,
+        typer.Option("--format", help="Format of --source (default: from its suffix; else lines)."),
     ] = None,
     testset: Annotated[
         str | None,
@@ -76,12 +76,13 @@ def text_command(
     langpair: Annotated[str | None, typer.Option(help="Language pair of --testset, e.g. en-de.")] = None,
     lag: Annotated[int, typer.Option(help="Units revealed per step.")] = 3,
     unit: Annotated[
-        str | None, typer.Option(help="word or char (default: char for zh/ja/th sources, else word).")
+        LagUnit | None,
+        typer.Option("--unit", help="Unit of --lag (default: char for zh/ja/th sources, else word)."),
     ] = None,
     name: Annotated[
         str | None,
         typer.Option(
-            help="Data set name for ids <name>-<line> (default: --src up to its first dot, or --testset)."
+            help="Data set name for ids <name>-<line> (default: --source up to its first dot, or --testset)."
         ),
     ] = None,
     skip_empty: Annotated[
@@ -117,7 +118,7 @@ def text_command(
             else "--doc-ids only applies with --longform"
         )
     request = TextRequest(
-        source=src_file,
+        source=source,
         references=list(ref or []),
         text_format=text_format,
         src=src_lang,
@@ -135,11 +136,11 @@ def text_command(
     for reason, lines in imported.built.skipped.items():
         shown = ", ".join(str(x) for x in lines[:20]) + (", ..." if len(lines) > 20 else "")
         warn(f"skipped {len(lines)} line(s) with an {reason} (--skip-empty): lines {shown}", label="note")
-    count = write_output(output, imported.built.streams)
+    count = write_output(out, imported.built.streams)
     refs = imported.references_per_stream
     kind, per = ("documents", "segment") if doc_ids is not None else ("streams", "stream")
     err_console.print(
-        f"wrote {count} {kind} to {output} ({imported.name} {imported.src}->{imported.tgt}, "
+        f"wrote {count} {kind} to {out} ({imported.name} {imported.src}->{imported.tgt}, "
         f"{refs} reference{'' if refs == 1 else 's'} per {per}, lag {lag} {imported.unit}s); "
         f"{imported.built.skipped_count} line{'' if imported.built.skipped_count == 1 else 's'} skipped",
         soft_wrap=True,
@@ -147,4 +148,4 @@ def text_command(
         markup=False,
     )
     if as_json:
-        print_json({"output": str(output), **imported.summary(), "longform": doc_ids is not None})
+        print_json({"output": str(out), **imported.summary(), "longform": doc_ids is not None})

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from simul import __version__
 from simul.common.errors import SimulError, UsageError
@@ -37,7 +37,8 @@ from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
 from simul.runs.ingest.talks import talk_facts
 from simul.streams.format import Step, Stream, dumps_stream
 
-INGEST_FORMATS = ("ssbd-ref", "simulstream", "simuleval", "simul", "omnisteval", "simulstreaming")
+IngestFormat = Literal["ssbd-ref", "simulstream", "simuleval", "simul", "omnisteval", "simulstreaming"]
+INGEST_FORMATS: tuple[IngestFormat, ...] = get_args(IngestFormat)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Literal
 
 from simul.common.errors import SimulError
 from simul.runs.ingest.jsonl import number, read_objects, string_list
@@ -25,7 +26,8 @@ from simul.runs.ingest.positions import source_at
 from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
 from simul.streams.format import Stream
 
-DETOKENIZERS: dict[str, Callable[[list[str]], str]] = {
+SimulstreamUnit = Literal["word", "char", "spm"]  # the token units of simulstream's detokenizers
+DETOKENIZERS: dict[SimulstreamUnit, Callable[[list[str]], str]] = {
     "word": lambda tokens: " ".join(tokens),
     "char": lambda tokens: "".join(tokens),
     "spm": lambda tokens: "".join(tokens).replace("\u2581", " ").strip(),

@@ -9,8 +9,8 @@ Where the segments come from:
   are skipped when the YAML lists several talks), else the whole file as one segment, or with
   ``split_silence_ms`` the file cut at pauses at least that long
   (:func:`simul.streams.asr.audio.split_on_silence`).
-  ``--ref`` gives one reference translation per segment, ``--source`` one reference transcript per
-  segment (for WER), both line-aligned with the segments.
+  ``--ref`` gives one reference translation per segment (repeatable: several references, the first one
+  first), ``--source`` one reference transcript per segment (for WER), all line-aligned with the segments.
 
 Every stream keeps the reference transcript (when known) in ``provenance.transcript`` and the recognizer's
 settings, audio file and timing in ``provenance.asr``, so WER and the real-time factor can be recomputed
@@ -122,7 +122,7 @@ def file_segments(
     audio: Path,
     name: str,
     segments_yaml: Path | None = None,
-    reference: Path | None = None,
+    references: Sequence[Path] = (),
     source: Path | None = None,
     split_silence_ms: float | None = None,
 ) -> list[AudioSegment]:
@@ -161,10 +161,12 @@ def file_segments(
         rows = [None]
         count, rows_from = 1, "without --segments the whole audio file is one segment"
     lines = picked if picked is not None else list(range(count))
-    references = _aligned_lines(reference, "reference file", count, rows_from) if reference else None
+    translations = [_aligned_lines(path, "reference file", count, rows_from) for path in references]
     transcripts = _aligned_lines(source, "source transcript", count, rows_from) if source else None
-    if reference is not None:
-        files["reference_file"] = reference.name
+    if references:
+        files["reference_file"] = references[0].name
+    if len(references) > 1:
+        files["more_reference_files"] = [path.name for path in references[1:]]
     if source is not None:
         files["source_file"] = source.name
     out: list[AudioSegment] = []
@@ -181,10 +183,11 @@ def file_segments(
             line=line,
             talk=talk,
             source=transcripts[line - 1] if transcripts else "",
-            reference=references[line - 1] if references else None,
+            reference=translations[0][line - 1] if translations else None,
             offset_ms=start,
             duration_ms=end - start,
             provenance=provenance,
+            more_references=tuple(other[line - 1] for other in translations[1:]),
         )
         out.append(AudioSegment(segment, audio))
     return out
@@ -335,5 +338,6 @@ def _stream(
         tgt=tgt,
         steps=tuple(steps),
         reference=segment.reference,
+        more_references=segment.more_references,
         provenance=provenance,
     )

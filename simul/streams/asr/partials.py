@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
 from simul.common.errors import UsageError
 from simul.common.sequences import common_prefix_length
@@ -33,7 +33,8 @@ from simul.streams.asr.audio import SAMPLE_RATE, Samples
 from simul.streams.asr.wer import normalize
 from simul.streams.format import Step
 
-STABLE_POLICIES = ("none", "local-agreement")
+StablePolicy = Literal["none", "local-agreement"]
+STABLE_POLICIES: tuple[StablePolicy, ...] = get_args(StablePolicy)
 DEFAULT_INTERVAL_MS = 500.0
 _TRAILING_MARKS = ".,;:!?…"
 

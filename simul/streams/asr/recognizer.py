@@ -35,7 +35,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -43,9 +43,12 @@ from simul.common.errors import SimulError, UsageError
 from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
 from simul.streams.partials import normalize_word
 
-WINDOWS = ("trimmed", "padded")
-VADS = ("silero", "energy", "none")
-COMPUTE_TYPES = ("int8", "int8_float32", "float32", "float16", "int16", "default")
+AsrWindow = Literal["trimmed", "padded"]
+WINDOWS: tuple[AsrWindow, ...] = get_args(AsrWindow)
+Vad = Literal["silero", "energy", "none"]
+VADS: tuple[Vad, ...] = get_args(Vad)
+ComputeType = Literal["int8", "int8_float32", "float32", "float16", "int16", "default"]
+COMPUTE_TYPES: tuple[ComputeType, ...] = get_args(ComputeType)
 TAIL_MS = 3000.0
 TOKENS_PER_SECOND = 6.0
 EXTRA_TOKENS = 6

@@ -209,6 +209,7 @@ def _stream(
         tgt=tgt,
         steps=tuple(steps),
         reference=segment.reference,
+        more_references=segment.more_references,
         provenance=provenance,
     )
     return stream, clamped

@@ -22,17 +22,20 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import as_float, loads
 from simul.common.safe_text import excerpt
 from simul.streams.segments import read_utf8_lines
 
-FORMATS = ("sltev", "whisper-streaming", "jsonl")
-TIME_UNITS: dict[str, float] = {"ms": 1.0, "cs": 10.0, "s": 1000.0}
+PartialsFormat = Literal["sltev", "whisper-streaming", "jsonl"]
+FORMATS: tuple[PartialsFormat, ...] = get_args(PartialsFormat)
+TimeUnit = Literal["ms", "cs", "s"]
+TIME_UNITS: dict[TimeUnit, float] = {"ms": 1.0, "cs": 10.0, "s": 1000.0}
 DEFAULT_TIME_UNIT = {"sltev": "cs", "whisper-streaming": "ms", "jsonl": "ms"}
-ALIGN_MODES = ("text", "time")
+AlignMode = Literal["text", "time"]
+ALIGN_MODES: tuple[AlignMode, ...] = get_args(AlignMode)
 DEFAULT_MAX_GAP_MS = 1000.0
 
 _SLTEV_SUFFIXES = {".ostt": 2, ".asrt": 3, ".slt": 3, ".asr": 3}

@@ -1,0 +1,36 @@
+"""The scoring options that the commands which score share (eval, sweep, bench, score, merge): one definition
+each, so that they are spelled, listed and checked alike."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from simul.cli.common import one_of
+from simul.metrics.scoring import RESEGMENTERS
+
+if TYPE_CHECKING:
+    Resegmenter = str
+else:
+    Resegmenter = one_of(RESEGMENTERS)
+
+RESEGMENT_HELP = (
+    "Long-form runs: re-segment each talk's output onto its reference segments with OmniSTEval's "
+    "softsegmenter or with mwer (mweralign, simulstream's choice) before scoring."
+)
+ResegmentOpt = Annotated[Resegmenter, typer.Option("--resegment", help=RESEGMENT_HELP)]
+# score and merge: COMET again, as the run (or its shards) was scored unless given
+RescoreCometModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--comet-model",
+        help="COMET model name or checkpoint path ('none' to skip). Default: the one the run was made with.",
+    ),
+]
+RescoreCometBatchOpt = Annotated[
+    int | None, typer.Option("--comet-batch-size", help="COMET batch size. Default: the run's.")
+]
+RequireCometOpt = Annotated[
+    bool, typer.Option("--require-comet/--no-require-comet", help="Fail when COMET cannot be loaded.")
+]

@@ -1,0 +1,180 @@
+"""The figures of `simul bench`: where update time goes, the speed bound the machine allows at the run's
+acceptance, and what decoding N streams at a time buys beside one at a time (simul.runs.side_by_side).
+
+Computed here from the run (its step records, counts and calibrated pass costs) so that the command only
+prints them; the tables are in simul.reports.bench_tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from simul.decoding.records import StreamResult
+from simul.machine.calibration import PassCosts
+from simul.metrics.speed import calibrated_bound
+from simul.reports.agreement import agreement
+from simul.reports.timing_notes import TimingNotes
+from simul.runs.evaluation import EvalOutcome
+from simul.runs.side_by_side import LaneRecord
+
+
+def time_split(counts: dict[str, Any]) -> dict[str, float]:
+    """Shares (percent) of total update time spent in each part."""
+    total = counts["prompt_seconds"] + counts["gen_seconds"]
+    if total <= 0:
+        return {"prompt": 0.0, "verify": 0.0, "decode": 0.0, "python": 0.0}
+    prompt = counts["prompt_eval_seconds"]
+    verify = counts["verify_seconds"]
+    decode = counts["decode_seconds"]
+    return {
+        "prompt": round(100 * prompt / total, 1),
+        "verify": round(100 * verify / total, 1),
+        "decode": round(100 * decode / total, 1),
+        "python": round(100 * (total - prompt - verify - decode) / total, 1),
+    }
+
+
+def verification_passes(results: list[StreamResult], chunk: int) -> list[int]:
+    """The widths (rows) of a method's verification passes, from its step records: one pass per step with
+    draft rows, or passes of ``chunk`` rows and a remainder with --verify-chunk."""
+    widths: list[int] = []
+    for result in results:
+        for step in result.steps:
+            rows = step.verify_rows
+            if rows <= 0:
+                continue
+            if chunk > 0:
+                widths += [chunk] * (rows // chunk) + ([rows % chunk] if rows % chunk else [])
+            else:
+                widths.append(rows)
+    return widths
+
+
+def speed_bounds(
+    costs: PassCosts | None, metrics: dict[str, Any], widths: list[int]
+) -> tuple[float | None, float | None, float | None]:
+    """(bound at c_min, bound for the run's own pass widths, c_run) at the method's A/D and A/O
+    (simul.machine.calibration); Nones without a calibration or a draft."""
+    ad, ao = metrics.get("ad"), metrics.get("ao")
+    if costs is None or not isinstance(ad, int | float) or not isinstance(ao, int | float) or ad <= 0:
+        return None, None, None
+    at_min = calibrated_bound(costs, float(ad), float(ao))
+    at_run = calibrated_bound(costs, float(ad), float(ao), widths)
+    c_run = costs.run_row_cost(widths)
+
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, 3)
+
+    return r(at_min), r(at_run), r(c_run)
+
+
+def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, Any]]:
+    """One row per method: its metrics, SSBD's bound at the run's A/D and A/O (:func:`speed_bounds`;
+    ``of_bound`` = speedup / bound), the split of update time (:func:`time_split`), the seconds and pass
+    counts it comes from, and the frozen steps (kept the whole draft, decoded nothing new)."""
+    rows = []
+    chunk = int(outcome.run["config"].get("verify_chunk") or 0)
+    for method in outcome.scored.methods_json():
+        counts = method["counts"]
+        # the model of the bound is SSBD's (biased verification of the whole draft, logits at every row)
+        bound_min = bound = c_run = None
+        if method.get("name") == "ssbd":
+            widths = verification_passes(outcome.results.get(method["key"], []), chunk)
+            bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths)
+        speedup = method["metrics"].get("speedup")
+        rows.append(
+            {
+                "key": method["key"],
+                "label": method["label"],
+                "metrics": method["metrics"],
+                "bound": bound,
+                "bound_c_min": bound_min,
+                "c_run": c_run,
+                "of_bound": round(speedup / bound, 3) if bound and isinstance(speedup, int | float) else None,
+                "time_split": time_split(counts),
+                "seconds": {
+                    k: counts[k]
+                    for k in (
+                        "prompt_seconds",
+                        "gen_seconds",
+                        "prompt_eval_seconds",
+                        "verify_seconds",
+                        "decode_seconds",
+                    )
+                },
+                "verify_rows": counts.get("verify_rows", 0),
+                "decode_passes": counts.get("decode_passes", 0),
+                "frozen_steps": counts["frozen_steps"],
+                "steps": counts["steps"],
+            }
+        )
+    return rows
+
+
+def side_by_side_json(
+    base: EvalOutcome, batched: EvalOutcome, lanes: list[LaneRecord], parallel: int
+) -> dict[str, Any]:
+    """Throughput of the single-stream and the batched run (their own turns' wall and CPU time), the ratio
+    of their wall times, and how far the batched results move (simul.reports.agreement)."""
+    sides = []
+    for outcome, lane in zip((base, batched), lanes, strict=True):
+        rate = outcome.run.get("throughput") or {}
+        sides.append(
+            {
+                **lane.to_json(),
+                **{
+                    k: rate.get(k)
+                    for k in (
+                        "parallel",
+                        "streams",
+                        "updates",
+                        "output_tokens",
+                        "updates_per_second",
+                        "output_tokens_per_second",
+                    )
+                },
+            }
+        )
+    wall_1, wall_n = lanes[0].wall_seconds, lanes[1].wall_seconds
+    metrics = [{m["key"]: m["metrics"] for m in outcome.scored.methods_json()} for outcome in (base, batched)]
+    return {
+        "parallel": parallel,
+        "runs": sides,
+        "wall_ratio": round(wall_n / wall_1, 4) if wall_1 > 0 else None,
+        "throughput_gain": round(wall_1 / wall_n, 3) if wall_n > 0 else None,
+        "agreement": agreement(base.results, batched.results, metrics[0], metrics[1]),
+    }
+
+
+def bench_title(outcome: EvalOutcome) -> str:
+    """The table's title: model, streams, language pair and threads (data text: escape before printing)."""
+    cfg = outcome.run["config"]
+    return (
+        f"simul bench: {cfg['model']['name']}, {outcome.streams_done} streams "
+        f"{cfg['streams']['src']}->{cfg['streams']['tgt']}, {cfg['threads']} threads"
+    )
+
+
+def bench_json(
+    outcome: EvalOutcome,
+    rows: list[dict[str, Any]],
+    timing: TimingNotes,
+    out: Path | None,
+    side_by_side: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The document `simul bench --json` prints: the rows, the run's conditions and, with --parallel N, the
+    side-by-side comparison."""
+    cfg, environment = outcome.run["config"], outcome.run["environment"]
+    return {
+        "methods": rows,
+        "model": cfg["model"]["name"],
+        "streams": outcome.streams_done,
+        "threads": cfg["threads"],
+        "cpu": environment["cpu"],
+        "timing_unreliable": timing.unreliable,
+        "pass_costs": environment.get("pass_costs"),
+        "openmp": environment.get("openmp"),
+        "run_dir": str(out) if out else None,
+        **({"side_by_side": side_by_side} if side_by_side is not None else {}),
+    }

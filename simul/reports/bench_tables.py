@@ -1,0 +1,128 @@
+"""The tables of `simul bench` (Rich): the methods with their speed figures and where update time went, and
+the batched run beside the single-stream one (the figures: simul.reports.bench)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from simul.common.safe_text import markup
+from simul.machine.calibration import PassCosts
+from simul.reports.tables import fmt
+from simul.reports.timing_notes import MARK, TimingNotes
+
+
+def bench_table(
+    rows: list[dict[str, Any]],
+    title: str,
+    timing: TimingNotes | None = None,
+    costs: PassCosts | None = None,
+) -> Table:
+    table = Table(title=title, header_style="bold", caption_justify="left")
+    columns = [
+        ("Method", None),
+        ("TPS", ("tps", ".0f")),
+        ("Speedup", ("speedup", ".2f")),
+        ("Bound", ("bound", ".2f")),
+        ("Ideal", ("ideal_speedup", ".2f")),
+        ("Eff.", ("efficiency", ".2f")),
+        ("c", ("row_cost", ".2f")),
+        ("A/D", ("ad", ".1f")),
+        ("A/O", ("ao", ".1f")),
+        ("p50 ms", ("p50_update_ms", ".0f")),
+        ("p95 ms", ("p95_update_ms", ".0f")),
+        ("TPS e2e", ("tps_e2e", ".0f")),
+        ("Spd e2e", ("speedup_e2e", ".2f")),
+        ("chrF", ("chrf", ".1f")),
+    ]
+    for header, _ in columns:
+        table.add_column(header, justify="left" if header == "Method" else "right", no_wrap=True)
+    for part in ("prompt%", "verify%", "decode%", "py%"):
+        table.add_column(part, justify="right", no_wrap=True)
+    table.add_column("frozen", justify="right")
+    for row in rows:
+        cells = [markup(row["label"], newlines=False)]
+        marked = timing.marks(row["key"]) if timing is not None else set()
+        for _, spec in columns[1:]:
+            assert spec is not None
+            value = row.get("bound") if spec[0] == "bound" else row["metrics"].get(spec[0])
+            cells.append(fmt(value, spec[1]) + (MARK if spec[0] in marked and value is not None else ""))
+        cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
+        cells.append(f"{row['frozen_steps']}/{row['steps']}")
+        table.add_row(*cells)
+    table.caption = (
+        "TPS: output tokens per second of generation (after the prompt; SSBD's verification included), as in "
+        "the paper; e2e: per second of whole updates. Eff. = speedup / ideal, ideal = 1/(1-A/O). c: time per "
+        "draft row in verification passes / time per one-token decode; speedup ~ 1/((1-A/O) + c*A/O/A/D). "
+        "frozen: steps that kept the whole draft and decoded nothing new. prompt/verify/decode/py%: shares "
+        "of update time in prompt passes, draft passes, one-token passes and the rest (Python)."
+    )
+    if costs is not None:
+        table.caption += "\n" + calibration_line(costs)
+    for note in (timing.threads_note, timing.note()) if timing is not None else ():
+        if note:
+            table.caption += "\n" + markup(note, newlines=False)
+    return table
+
+
+def calibration_line(costs: PassCosts) -> str:
+    """The machine's pass costs as calibrated before the run, and what the Bound column is."""
+    single = (
+        f" (1 thread: {costs.one_token_single_ms:.2f} ms, thread efficiency {costs.efficiency:.2f})"
+        if costs.one_token_single_ms is not None and costs.efficiency is not None
+        else ""
+    )
+    return (
+        f"Machine, calibrated before the run on {costs.threads} thread{'s' if costs.threads != 1 else ''}: "
+        f"one-token pass {costs.one_token_ms:.2f} ms{single}, verified row {costs.row_ms:.2f} ms in a "
+        f"{costs.draft}-row pass, c_min {costs.c_min:.3f}. Bound: SSBD's speedup that the machine allows at "
+        "the run's A/D and A/O, 1/((1-A/O) + c*A/O/A/D), with c what the run's verification passes cost at "
+        "their widths as calibrated (c_min: if every pass were as wide as the calibration's)."
+    )
+
+
+def side_by_side_table(doc: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"--parallel {doc['parallel']} beside --parallel 1, taking turns in one process",
+        header_style="bold",
+    )
+    for header in ("N", "turns", "wall s", "CPU/wall", "load", "updates/s", "out tok/s"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for side in doc["runs"]:
+        table.add_row(
+            str(side["parallel"]),
+            str(side["turns"]),
+            fmt(side["wall_seconds"], ".1f"),
+            fmt(side["cpu_per_wall"], ".2f"),
+            fmt(side["load1_mean"], ".2f"),
+            fmt(side["updates_per_second"], ".2f"),
+            fmt(side["output_tokens_per_second"], ".1f"),
+        )
+    return table
+
+
+AGREEMENT_NAMES = {"chrf": "chrF", "ne": "NE", "ad": "A/D", "ao": "A/O"}
+
+
+def side_by_side_notes(doc: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    """The ratio, and per method how far the batched run's outputs and metrics moved (Rich markup)."""
+    n = doc["parallel"]
+    lines = [
+        f"N = {n} took {fmt(doc['wall_ratio'], '.3f')} of the wall time of N = 1 "
+        f"({fmt(doc['throughput_gain'], '.2f')}x the throughput); wall, CPU/wall and load are over each "
+        "run's own turns of decoding."
+    ]
+    for m in doc["agreement"]:
+        d = m["metrics"]
+        deltas = ", ".join(
+            f"{label} {d[name]['delta']:+.2f}"
+            for name, label in AGREEMENT_NAMES.items()
+            if d[name]["delta"] is not None
+        )
+        lines.append(
+            f"{markup(labels.get(m['method'], m['method']), newlines=False)}: final outputs identical in "
+            f"{m['same_final_outputs']}/{m['streams']} streams, step outputs in "
+            f"{m['same_step_outputs']}/{m['steps']}; N = {n} minus N = 1: {deltas}"
+        )
+    return lines
