@@ -11,6 +11,7 @@ import pytest
 
 from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
+from simul.decoding.drafts import ending_length
 from simul.decoding.records import StreamResult
 from simul.decoding.stream import StreamDecoder
 from simul.request.method_settings import Ending
@@ -76,7 +77,11 @@ def test_ssbd_at_beta_zero_is_rt(tiny_backend: LlamaBackend) -> None:
 def test_target_bias_follows_the_rule(tiny_backend: LlamaBackend) -> None:
     results, recorded = traced(tiny_backend, Method("ssbd", beta=0.2, target_bias=0.4), make_streams(lag=2))
     seen = check_decisions(recorded, results)
-    assert seen["target kept (not the argmax)"] > 0 and seen["target rejected (not the argmax)"] > 0, seen
+    assert seen["steer kept (not the argmax)"] > 0 and seen["steer rejected (not the argmax)"] > 0, seen
+    steered = recorded.of_kind(tr.STEER)
+    assert {(d.drafter, d.rule, d.bias) for d in steered} == {("target", "biased", 0.4)}
+    # a kept steered token is the target drafter's in the step's output
+    assert any("target" in s.drafted_by for r in results for s in r.steps)
 
 
 def test_high_beta_keeps_the_draft_without_logits(tiny_backend: LlamaBackend) -> None:
@@ -130,7 +135,7 @@ def test_ending_tokens_of_the_draft(tiny_backend: LlamaBackend, ending: Ending) 
     body = tiny_backend.tokenize(" die Katze", add_special=False)
     endings = tiny_backend.tokenize(".", add_special=False) + tiny_backend.tokenize('"', add_special=False)
     assert endings and all(
-        decoder._ending_length(endings[i:]) == len(endings) - i for i in range(len(endings))
+        ending_length(endings[i:], tiny_backend.piece) == len(endings) - i for i in range(len(endings))
     )
     tiny_backend.reset()
     with tr.recording(keep_rows=True) as recorded:

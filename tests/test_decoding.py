@@ -9,6 +9,7 @@ import pytest
 
 from simul.common.errors import SimulError
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
+from simul.decoding.drafts import ending_length
 from simul.decoding.records import StreamResult
 from simul.decoding.stream import StreamDecoder
 from simul.metrics.acceptance import acceptance
@@ -215,7 +216,7 @@ def test_reopened_endings_leave_the_draft(tiny_backend: LlamaBackend) -> None:
                 assert record.ending_tokens == 0
                 continue
             previous_ids = previous.output_ids[: decoder.max_output_tokens(record.source)]
-            assert record.ending_tokens == decoder._ending_length(previous_ids)
+            assert record.ending_tokens == ending_length(previous_ids, tiny_backend.piece)
             assert record.draft_tokens == len(previous_ids) - record.ending_tokens
     # drafts that ended in sentence-final tokens did occur (the tiny model ends outputs with them)
     assert sum(record.ending_tokens > 0 for result in results for record in result.steps) >= 2

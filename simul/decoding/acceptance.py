@@ -1,4 +1,5 @@
-"""SSBD's acceptance rule (SPEC "Decoding one stream"): is a draft token kept under the biased mixture?"""
+"""SSBD's acceptance rule (SPEC "Decoding one stream"): is a draft token kept under the biased mixture? (The
+rule objects the decoder uses are in simul.decoding.methods.rules.)"""
 
 from __future__ import annotations
 

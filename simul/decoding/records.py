@@ -75,6 +75,12 @@ class StepRecord:
     #   prompt_tokens    the largest prompt (template + context + window) of this update's decodings
     #   open_accepted_chars  characters of the open window's output that came from its accepted draft
     talk: dict[str, Any] | None = None
+    # Which drafter proposed each output token ("" for the model's own picks; simul.decoding.methods names
+    # them: "previous", "resync", "target") and how many tokens each drafter proposed at this step. Kept in
+    # memory only: steps.jsonl does not hold them yet (its bytes stay those of runs made before drafters had
+    # names; docs/methods.md), so records read back from a run have them empty.
+    drafted_by: list[str] = field(default_factory=list)
+    offered: dict[str, int] = field(default_factory=dict)
 
     @property
     def new_tokens(self) -> int:
@@ -112,7 +118,11 @@ class StepRecord:
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> StepRecord:
         fields = cls.__dataclass_fields__
-        missing = [n for n, f in fields.items() if n not in obj and f.default is dataclasses.MISSING]
+        missing = [
+            n
+            for n, f in fields.items()
+            if n not in obj and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
         if missing:
             raise KeyError(f"missing field(s) {', '.join(missing)}")
         return cls(**{name: obj[name] for name in fields if name in obj})

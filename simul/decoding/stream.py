@@ -1,17 +1,19 @@
-"""The stream decoder (SPEC "Decoding one stream"): RT, SSBD(beta), CD, output and display-only mask-k.
+"""The stream decoder (SPEC "Decoding one stream"): any method made of drafters, acceptance rules and a
+display policy (simul.decoding.methods; docs/methods.md), RT, SSBD(beta) and CD among them.
 
 All are greedy. Each step builds the prompt for the current source prefix, keeps the longest common token
 prefix of the KV cache, evaluates the rest of the prompt, and then:
 
-* RT decodes from scratch after the prompt;
-* SSBD takes the previous output as a draft D of m tokens and verifies it against the logits p_0..p_m
-  (p_0 from the prompt's last position, p_1..p_m from one forward pass over D). D_i is accepted while it is
-  the argmax of p'_i = (1 - beta) * softmax(p_i) + beta * onehot(D_i) (ties accept). At the first rejection d
-  the cache is truncated after D_0..D_(d-1), the next token is the argmax of p_d (already computed) and
-  greedy decoding resumes. When D_0 is already rejected by p_0, the pass over D would be wasted and is
-  skipped; the outcome is the same.
-* CD keeps the previous output unchanged: it evaluates it under the new prompt (logits only at its end)
-  and appends.
+* the method's first drafter proposes a draft D of m tokens (none for RT; the previous output for SSBD and
+  CD). D is verified against the logits p_0..p_m (p_0 from the prompt's last position, p_1..p_m from one
+  forward pass over D): D_i is kept while its rule accepts it against p_i (SSBD: D_i is the argmax of
+  p'_i = (1 - beta) * softmax(p_i) + beta * onehot(D_i), ties accept; CD: accept-all, no logits at all). At
+  the first rejection d the cache is truncated after D_0..D_(d-1), the next token is the argmax of p_d
+  (already computed) and greedy decoding resumes. When D_0 is already rejected by p_0, the pass over D
+  would be wasted and is skipped; the outcome is the same.
+* once D is used up or rejected, the other drafters (``--resync``, the target bias) are asked, in order,
+  wherever the model would pick the next token itself; a draft they propose is verified the same way, and
+  a one-token "steering" draft is decided on the row in hand and decoded like the model's own pick.
 
 Timing follows the paper: ``t_prompt`` covers building, tokenizing and evaluating the prompt; ``t_gen``
 starts after it and includes the verification pass.
@@ -19,13 +21,13 @@ starts after it and includes the verification pass.
 The decoder is a step machine: ``stream_steps`` is a generator that yields each forward pass it needs
 (:class:`~simul.decoding.passes.Eval`) and receives its logits, so the same code runs alone
 (:func:`~simul.decoding.passes.run_alone`, one pass at a time) or batched with other streams
-(simul.decoding.scheduler). Truncations act on the stream's own sequence at once.
+(simul.decoding.scheduler), whatever the method. Truncations act on the stream's own sequence at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
@@ -34,14 +36,13 @@ from simul.common.errors import SimulError
 from simul.common.languages import get_language
 from simul.common.text import complete_prefix, decode_text
 from simul.decoding import trace
-from simul.decoding.acceptance import accepts
 from simul.decoding.backend import ContextOverflowError, LlamaBackend, Logits
 from simul.decoding.backend.sequence import KVSequence
-from simul.decoding.display.local_agreement import local_agreement
-from simul.decoding.display.mask import hide_last
-from simul.decoding.drafts import find_ngram, is_ending_piece
 from simul.decoding.longform.policy import WindowPolicy
 from simul.decoding.longform.talk import talk_positions_needed, talk_steps
+from simul.decoding.methods.built_in import shape_of
+from simul.decoding.methods.chain import DraftChain
+from simul.decoding.methods.protocol import DisplayView, Draft, MethodShape, Position, StepStart
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock
@@ -63,10 +64,13 @@ class StreamDecoder:
         fuse: bool = False,
         verify_chunk: int = 0,
         window: WindowPolicy | None = None,
+        shape: MethodShape | None = None,
     ) -> None:
         self.backend = backend
         self.template = template
         self.method = method
+        # what the method is made of (simul.decoding.methods): the built-in one for ``method`` unless given
+        self.shape = shape if shape is not None else shape_of(method)
         self.max_len_ratio = max_len_ratio
         self.max_len_slack = max_len_slack
         # Hot-path options (they do not change the algorithm, only how the forward passes are cut):
@@ -163,41 +167,43 @@ class StreamDecoder:
         # Every stream starts from the same state, whatever ran before (see KVSequence.start_from); within
         # the stream, each step keeps what it can of the previous step's cache.
         seq.start_from(self.start_prefix(stream))
-        draft: list[int] = []
-        unspaced = get_language(stream.tgt).unspaced
-        for index, step in enumerate(stream.steps):
-            record = yield from self.step_passes(stream, index, draft if self.method.uses_draft else [], seq)
+        chain = self.new_chain()
+        previous: list[int] = []
+        for index in range(len(stream.steps)):
+            earlier = [s.output for s in result.steps]
+            record = yield from self.step_passes(stream, index, previous, seq, chain=chain, earlier=earlier)
             result.steps.append(record)
-            if self.method.display == "local-agreement" and not step.final:
-                outputs = [s.output for s in result.steps]
-                record.display = local_agreement(outputs, self.method.agreement, unspaced)
-            output = record.output_ids
-            k = self.method.mask_k
-            if k and self.method.mask == "output" and not step.final:
-                draft = hide_last(output, k)
-            else:
-                draft = list(output)
+            previous = record.output_ids
         return result
 
+    def new_chain(self) -> DraftChain:
+        """Fresh drafters for one stream (a whole talk counts as one)."""
+        return DraftChain.of(self.shape, self.backend)
+
     def decode_step(
-        self, stream: Stream, index: int, draft: Sequence[int], seq: KVSequence | None = None
+        self, stream: Stream, index: int, previous: Sequence[int], seq: KVSequence | None = None
     ) -> StepRecord:
-        """One step on its own (the cache of ``seq`` as it is)."""
+        """One step on its own (the cache of ``seq`` as it is), ``previous`` being the previous output."""
         seq = seq or self.backend.sequence(0)
-        return run_alone(self.step_passes(stream, index, draft, seq), seq)
+        return run_alone(self.step_passes(stream, index, previous, seq), seq)
 
     def step_passes(
         self,
         stream: Stream,
         index: int,
-        draft: Sequence[int],
+        previous: Sequence[int],
         seq: KVSequence,
         context: Sequence[tuple[str, str]] = (),
+        chain: DraftChain | None = None,
+        earlier: Sequence[str] = (),
     ) -> Passes[StepRecord]:
-        """One step: ``context`` holds earlier (source, target) pairs for the prompt (long-form windows)."""
+        """One step: ``previous`` is the stream's previous output (the first drafter's material), ``context``
+        holds earlier (source, target) pairs for the prompt (long-form windows), ``chain`` the stream's
+        drafters (fresh ones when None) and ``earlier`` the texts of the stream's earlier outputs (for the
+        display policy)."""
         backend = self.backend
         step = stream.steps[index]
-        method = self.method
+        chain = chain if chain is not None else self.new_chain()
         t0 = clock.wall()
         prompt = self.tokenize_prompt(self.prompt_for(stream, step.source, context))
         max_len = self.max_output_tokens(step.source)
@@ -207,58 +213,54 @@ class StreamDecoder:
                 f"stream {stream.id!r} step {index}: {len(prompt) + max_len} positions do not fit this "
                 f"sequence's share of the context ({seq.n_ctx}); lower --parallel or raise --n-ctx"
             )
-        draft = list(draft[:max_len])
         gen = _Generation(max_len=max_len)
         if trace.current is not None:
-            gen.where = (stream.id, index, method.key)
-        unbiased_from = len(draft)
-        if draft and not step.final and method.ending != "keep":
-            ending = self._ending_length(draft)
-            gen.ending_tokens = ending
-            if method.ending == "reopen":
-                draft = draft[: len(draft) - ending]
-            else:
-                unbiased_from = len(draft) - ending
+            gen.where = (stream.id, index, self.method.key)
+        start = StepStart(tuple(previous), step.final, max_len, tuple(prompt))
+        first = chain.first_draft(start)
+        draft = first.tokens if first is not None else ()
+        gen.ending_tokens = first.ending_tokens if first is not None else 0
+        if first is not None and draft:
+            gen.offered[first.drafter] = len(draft)
         reused = seq.reuse_prefix(prompt)
         pending = prompt[reused:]
-        fused = self.fuse and bool(draft) and method.name != "rt"
-        cd_draft = method.name == "cd" and bool(draft)
+        fused = self.fuse and bool(draft)
+        # a draft taken unverified (CD's accept-all) needs no logits from the prompt pass
+        unverified = first is not None and bool(draft) and not any(rule.verifies for rule in first.rules)
         rows: Logits | None = None
         te = clock.wall()
         if not fused:
-            rows = yield Eval(pending, None if cd_draft else len(pending) - 1)
+            rows = yield Eval(pending, None if unverified else len(pending) - 1)
         t1 = clock.wall()
         t_prompt_eval = 0.0 if fused else t1 - te
         lead = pending if fused else []
 
-        if method.name == "rt" or not draft:
+        if first is None or not draft:
             assert rows is not None
-            yield from self._continue(rows[0], gen, None, seq)
-        elif method.name == "cd":
-            te = clock.wall()
-            tokens = [*lead, *draft]
-            rows = yield Eval(tokens, len(tokens) - 1)
-            gen.t_verify += clock.wall() - te
-            gen.verify_rows += len(draft)
-            assert rows is not None
-            gen.output.extend(draft)
-            gen.accepted = len(draft)
-            if len(gen.output) >= max_len:
+            chain.take_over(start)
+            yield from self._continue(rows[0], gen, chain, seq, after_draft=False)
+        else:
+            d, row = yield from self._verify(rows[0] if rows is not None else None, first, gen, lead, seq)
+            gen.keep(first, d)
+            gen.accepted = d
+            chain.kept(first, d)
+            if d >= gen.max_len:
                 gen.stop = "length"
             else:
-                yield from self._continue(rows[0], gen, None, seq)
-        else:
-            assert method.beta is not None
-            first = rows[0] if rows is not None else None
-            yield from self._verify_and_continue(first, draft, method.beta, unbiased_from, gen, lead, seq)
+                chain.take_over(replace(start, rejected=draft[d:]))
+                yield from self._continue(row, gen, chain, seq, after_draft=True)
         t2 = clock.wall()
 
         output = gen.output
         data = backend.detokenize(output)
         text = decode_text(data)
-        k = method.mask_k
-        shown = output if (step.final or not k) else hide_last(output, k)
-        display = text if shown is output else decode_text(backend.detokenize(shown))
+        view = DisplayView(
+            outputs=[*earlier, text],
+            tokens=output,
+            final=step.final,
+            unspaced=get_language(stream.tgt).unspaced,
+            text=lambda tokens: decode_text(backend.detokenize(tokens)),
+        )
         return StepRecord(
             step=index,
             source=step.source,
@@ -271,29 +273,24 @@ class StreamDecoder:
             accepted=gen.accepted,
             output_ids=output,
             output=text,
-            display=display,
+            display=self.shape.display.show(view),
             accepted_chars=_accepted_chars(data, backend.detokenize(output[: gen.accepted]), text),
             stop=gen.stop,
             t_prompt=t1 - t0,
             t_gen=t2 - t1,
             ending_tokens=gen.ending_tokens,
-            resync_drafted=gen.resync_drafted,
-            resync_accepted=gen.resync_accepted,
+            resync_drafted=gen.offered.get("resync", 0),
+            resync_accepted=gen.drafted_by.count("resync"),
             t_prompt_eval=t_prompt_eval,
             t_verify=gen.t_verify,
             t_decode=gen.t_decode,
             verify_rows=gen.verify_rows,
             decode_passes=gen.decode_passes,
+            drafted_by=gen.drafted_by,
+            offered=gen.offered,
         )
 
     # -- decoding primitives --------------------------------------------------------------------------------
-
-    def _ending_length(self, draft: Sequence[int]) -> int:
-        """How many tokens at the end of ``draft`` are sentence-final punctuation or closing quotes."""
-        n = 0
-        while n < len(draft) and is_ending_piece(self.backend.piece(draft[len(draft) - 1 - n])):
-            n += 1
-        return n
 
     def _stop_reason(self, token: int) -> str | None:
         if self.backend.is_eog(token):
@@ -305,9 +302,7 @@ class StreamDecoder:
     def _verify(
         self,
         first: Logits | None,
-        draft: Sequence[int],
-        beta: float,
-        unbiased_from: int,
+        draft: Draft,
         gen: _Generation,
         lead: Sequence[int],
         seq: KVSequence,
@@ -317,34 +312,40 @@ class StreamDecoder:
         ``first`` holds the logits for the draft's first position (p_0); the draft itself goes through one
         forward pass (or one per ``verify_chunk`` tokens, stopping at the first rejection), so the logits
         p_1..p_m come with its keys and values. With ``lead`` (the rest of the prompt, when fused) p_0 comes
-        from the same pass and ``first`` is None. D_i is accepted while it is the argmax of the biased
-        mixture (see :func:`accepts`); tokens from ``unbiased_from`` on are verified without the bias.
-        Returns the accepted length d and p_d, the logits for the next position: no extra forward pass.
+        from the same pass and ``first`` is None; a draft taken unverified (accept-all) has no p_0 either and
+        is never cut into chunks. D_i is kept while ``draft.rules[i]`` accepts it against p_i. Returns the
+        accepted length d and p_d, the logits for the next position: no extra forward pass.
         """
-        m = len(draft)
-        chunk = self.verify_chunk if self.verify_chunk > 0 else m
-        # With beta >= 0.5 a biased draft token is accepted whatever the logits say (see accepts), so those
-        # positions need no logits: only the rows from the first unbiased position on are computed.
-        certain = unbiased_from if beta >= 0.5 else 0
-
-        def bias(i: int) -> float:
-            return beta if i < unbiased_from else 0.0
+        tokens, rules = draft.tokens, draft.rules
+        m = len(tokens)
+        verified = any(rule.verifies for rule in rules)
+        chunk = self.verify_chunk if self.verify_chunk > 0 and verified else m
+        # A leading run of blind rules (accept-all; the biased rule at beta >= 0.5) keeps its tokens whatever
+        # the logits say, so those positions need no logits: only the rows after the run are computed.
+        certain = 0
+        while certain < m and rules[certain].blind:
+            certain += 1
 
         def check(i: int, row: Logits | None) -> bool:
-            """Is draft[i] kept? ``row`` is p_i; positions before ``certain`` are kept without one."""
-            token = draft[i]
-            kept = i < certain or accepts(cast(Logits, row), token, bias(i))
+            """Is tokens[i] kept? ``row`` is p_i; positions before ``certain`` are kept without one."""
+            rule, token = rules[i], tokens[i]
+            kept = i < certain or rule.accepts(cast(Logits, row), token)
             if trace.current is not None:
-                trace.record(trace.VERIFY, gen.where, None if i < certain else row, token, bias(i), kept)
+                seen = None if i < certain else row
+                trace.record(
+                    trace.VERIFY, gen.where, seen, token, rule.bias, kept, rule.name, draft.drafter, i
+                )
             return kept
 
         row = first
-        pos = 0  # draft[:pos] is accepted and in the cache; ``row`` (when known) is p_pos
+        pos = 0  # tokens[:pos] is accepted and in the cache; ``row`` (when known) is p_pos
         while pos < m:
             if row is not None and not check(pos, row):
                 return pos, row
-            part = draft[pos : pos + chunk]
             head = list(lead) if pos == 0 else []
+            if row is None and not head:
+                check(pos, None)  # unverified: kept without a row (certain), recorded all the same
+            part = tokens[pos : pos + chunk]
             end = pos + len(part)
             # p_i comes from batch index len(head) - 1 + (i - pos); the first row asked for is p_i0
             i0 = max(pos if head else pos + 1, min(certain, end))
@@ -374,75 +375,52 @@ class StreamDecoder:
                 "needs; use --method rt, or a transformer model"
             )
 
-    def _verify_and_continue(
-        self,
-        first: Logits | None,
-        draft: list[int],
-        beta: float,
-        unbiased_from: int,
-        gen: _Generation,
-        lead: Sequence[int],
-        seq: KVSequence,
-    ) -> Passes[None]:
-        """SSBD: verify ``draft`` with bias ``beta``, keep the accepted prefix, resume greedy decoding."""
-        d, row = yield from self._verify(first, draft, beta, unbiased_from, gen, lead, seq)
-        gen.output.extend(draft[:d])
-        gen.accepted = d
-        if d >= gen.max_len:
-            gen.stop = "length"
-            return
-        rest = draft[d:] if self.method.resync and d < len(draft) else None
-        target = draft[d:] if self.method.target_bias and d < len(draft) else None
-        yield from self._continue(row, gen, rest, seq, target)
-
     def _continue(
-        self,
-        row: Logits,
-        gen: _Generation,
-        rest: list[int] | None,
-        seq: KVSequence,
-        target: list[int] | None = None,
+        self, row: Logits, gen: _Generation, chain: DraftChain, seq: KVSequence, after_draft: bool
     ) -> Passes[None]:
         """Greedy decoding from ``row`` (logits for the next position) until a stop token or the cap.
 
-        With re-synchronisation on, ``rest`` is what remains of the previous output after the divergence:
-        whenever the last n generated tokens occur in it, what followed them there is verified as a new draft.
-
-        With a target bias (``target``: the rejected draft from D_d on), the first token is the model's own
-        (it replaces D_d); each later token is ``target[j]`` while that is the argmax of the biased mixture
-        (see :func:`accepts`), j advancing by one per kept token, and the bias ends at the first token that
-        differs (the SSBD reference's target sampler).
+        Before each pick the chain's later drafters are asked for a draft at this position, except right after
+        a draft (``after_draft`` at the first position): the model's own token comes first there. A draft is
+        verified (:meth:`_verify`) and its kept tokens appended; a steering draft is decided on ``row`` and,
+        when kept, replaces the model's pick.
         """
-        n = self.method.resync
-        beta = self.method.beta or 0.0
-        target_beta = self.method.target_bias
-        # index into ``target`` of the token the next one is biased toward (None: no bias); -1 for the
-        # replacement of D_d, which is the model's own pick
-        biased = -1 if target else None
         output = gen.output
+        asking = bool(chain.tails) and not after_draft
         while True:
             token = int(np.argmax(row))
-            picked = True  # the token is the argmax (not a target-biased one)
-            if target is not None and biased is not None:
-                if biased < 0:
-                    biased = 0
-                else:
-                    kept = accepts(row, target[biased], target_beta)
-                    if trace.current is not None:
-                        trace.record(trace.TARGET, gen.where, row, target[biased], target_beta, kept)
-                    if kept:
-                        token = target[biased]
-                        picked = False
-                        biased = biased + 1 if biased + 1 < len(target) else None
-                    else:
-                        biased = None
-            if picked and trace.current is not None:
+            steered = None
+            proposal = chain.propose(Position(output, gen.max_len - len(output))) if asking else None
+            asking = bool(chain.tails)
+            if proposal is not None and proposal.steer:
+                rule, wanted = proposal.rules[0], proposal.tokens[0]
+                kept = rule.accepts(row, wanted)
+                if trace.current is not None:
+                    trace.record(
+                        trace.STEER, gen.where, row, wanted, rule.bias, kept, rule.name, proposal.drafter
+                    )
+                chain.kept(proposal, int(kept))
+                if kept:
+                    token, steered = wanted, proposal.drafter
+                gen.offered[proposal.drafter] = gen.offered.get(proposal.drafter, 0) + 1
+            elif proposal is not None:
+                d, row = yield from self._verify(row, proposal, gen, (), seq)
+                gen.offered[proposal.drafter] = gen.offered.get(proposal.drafter, 0) + len(proposal.tokens)
+                gen.keep(proposal, d)
+                chain.kept(proposal, d)
+                if len(output) >= gen.max_len:
+                    gen.stop = "length"
+                    return
+                asking = False  # the model's own token follows a draft
+                continue
+            if steered is None and trace.current is not None:
                 trace.record(trace.GREEDY, gen.where, row, token, 0.0, True)
             stop = self._stop_reason(token)
             if stop:
                 gen.stop = stop
                 return
             output.append(token)
+            gen.drafted_by.append(steered or "")
             if len(output) >= gen.max_len:
                 gen.stop = "length"
                 return
@@ -452,20 +430,6 @@ class StreamDecoder:
             gen.decode_passes += 1
             assert rows is not None
             row = rows[0]
-            if rest and len(output) >= n:
-                at = find_ngram(rest, output[-n:])
-                if at >= 0:
-                    proposal = rest[at + n : at + n + gen.max_len - len(output)]
-                    rest = rest[at + n :]
-                    if proposal:
-                        d, row = yield from self._verify(row, proposal, beta, len(proposal), gen, (), seq)
-                        gen.resync_drafted += len(proposal)
-                        gen.resync_accepted += d
-                        output.extend(proposal[:d])
-                        rest = rest[d:]
-                        if len(output) >= gen.max_len:
-                            gen.stop = "length"
-                            return
 
 
 @dataclass
@@ -475,15 +439,20 @@ class _Generation:
     max_len: int
     where: trace.Where | None = None  # for the decision trace, only while one is recorded
     output: list[int] = field(default_factory=list)
+    drafted_by: list[str] = field(default_factory=list)  # per output token, its drafter ("": the model)
+    offered: dict[str, int] = field(default_factory=dict)  # tokens each drafter proposed
     accepted: int = 0
     stop: str = ""
     ending_tokens: int = 0
-    resync_drafted: int = 0
-    resync_accepted: int = 0
     t_verify: float = 0.0
     t_decode: float = 0.0
     verify_rows: int = 0
     decode_passes: int = 0
+
+    def keep(self, draft: Draft, n: int) -> None:
+        """Append the first ``n`` tokens of ``draft`` to the output."""
+        self.output.extend(draft.tokens[:n])
+        self.drafted_by.extend([draft.drafter] * n)
 
 
 def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:

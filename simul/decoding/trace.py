@@ -1,12 +1,15 @@
 """A test-only record of every decision the decoders take from a logits row.
 
 Tests (and tools/logit_margin.py) turn it on with :func:`recording`; the decoders then report each decision
-through :func:`record`: a draft token checked by an acceptance rule (``verify``: SSBD's draft, re-synchronised
-proposals; ``target``: the target bias after a rejection) and each greedy pick (``greedy``). Every decision
-keeps what any acceptance rule needs from its row (the two best tokens, the draft token's own logit and the
-row's log-sum-exp, so that softmax probabilities follow), and the whole row when asked for, so that a test can
-check a rule against the row it was applied to, independently of the rule's own code. Later drafters and
-acceptance rules report through the same :func:`record` with their own ``kind``.
+through :func:`record`: a draft token checked by an acceptance rule (``verify``: a draft verified in a forward
+pass, SSBD's and CD's previous output, re-synchronised proposals; ``steer``: a one-token draft decided on the
+row in hand, the target bias after a rejection) and each greedy pick (``greedy``). Each draft decision names
+its rule (simul.decoding.methods.rules: ``biased``, ``exact``, ``accept-all``) and the drafter that proposed
+the token (``previous``, ``resync``, ``target``), so that every kept token can be checked against the rule of
+its own drafter. Every decision keeps what any acceptance rule needs from its row (the two best tokens, the
+draft token's own logit and the row's log-sum-exp, so that softmax probabilities follow), and the whole row
+when asked for, so that a test can check a rule against the row it was applied to, independently of the
+rule's own code.
 
 Off (the default), the decoders test one module attribute (``current is None``) per decision and do nothing
 else; nothing is recorded in real runs. The logits a decoder holds are only valid until its next forward pass,
@@ -28,8 +31,8 @@ from simul.decoding.backend import Logits
 # talk.
 Where = tuple[str, int, str]
 
-VERIFY = "verify"  # a draft token under an acceptance rule (SSBD's draft, a re-synchronised proposal)
-TARGET = "target"  # a token of the rejected draft under the target bias (SSBD reference's target sampler)
+VERIFY = "verify"  # a draft token under its acceptance rule (the previous output, a re-synchronised proposal)
+STEER = "steer"  # a one-token draft decided on the row in hand (the target bias toward the rejected draft)
 GREEDY = "greedy"  # the argmax pick of greedy decoding (its row's margin is what near-ties flip)
 
 
@@ -72,10 +75,11 @@ class RowFacts:
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision: ``token`` (the draft token, or the greedy pick) was ``accepted`` under ``bias``.
+    """One decision: ``token`` (the draft token, or the greedy pick) was ``accepted`` under ``rule`` with
+    ``bias``, proposed by ``drafter`` (None for greedy picks) as the ``index``-th token of its draft.
 
-    ``row`` is None when the rule accepted without logits (SSBD with beta >= 0.5 computes none for the biased
-    part of a draft).
+    ``row`` is None when the rule accepted without logits (a blind rule: SSBD with beta >= 0.5 computes none
+    for the biased part of a draft, CD's accept-all none at all).
     """
 
     kind: str
@@ -84,6 +88,9 @@ class Decision:
     bias: float
     accepted: bool
     row: RowFacts | None
+    rule: str = ""
+    drafter: str | None = None
+    index: int = 0
 
 
 @dataclass
@@ -117,11 +124,19 @@ def recording(keep_rows: bool = False) -> Iterator[DecisionTrace]:
 
 
 def record(
-    kind: str, where: Where | None, row: Logits | None, token: int, bias: float, accepted: bool
+    kind: str,
+    where: Where | None,
+    row: Logits | None,
+    token: int,
+    bias: float,
+    accepted: bool,
+    rule: str = "",
+    drafter: str | None = None,
+    index: int = 0,
 ) -> None:
     """Add one decision to the recording in progress; callers test ``current is not None`` first."""
     trace = current
     if trace is None:
         return
     facts = None if row is None else RowFacts.of(row, token, trace.keep_rows)
-    trace.decisions.append(Decision(kind, where, token, bias, accepted, facts))
+    trace.decisions.append(Decision(kind, where, token, bias, accepted, facts, rule, drafter, index))

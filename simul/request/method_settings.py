@@ -122,7 +122,3 @@ class MethodSettings:
             raise UsageError(
                 "--resync and --ending unbiased need verification; CD keeps the draft unverified"
             )
-
-    @property
-    def uses_draft(self) -> bool:
-        return self.name != "rt"

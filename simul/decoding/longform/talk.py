@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from simul.common.languages import get_language
 from simul.common.sequences import common_prefix_length
-from simul.decoding.display.local_agreement import local_agreement
-from simul.decoding.display.mask import hide_last
 from simul.decoding.longform.policy import WindowPolicy, window_updates
 from simul.decoding.passes import Passes
 from simul.decoding.records import StepRecord, StreamResult
@@ -40,6 +38,7 @@ from simul.streams.format import Step, Stream, join_texts
 
 if TYPE_CHECKING:
     from simul.decoding.backend.sequence import KVSequence
+    from simul.decoding.methods.chain import DraftChain
 
 
 class Tokenizer(Protocol):
@@ -64,13 +63,16 @@ class WindowDecoder(Protocol):
     def start_prefix(self, stream: Stream) -> list[int]: ...
     def tokenize_prompt(self, prompt: Prompt) -> list[int]: ...
     def max_output_tokens(self, source: str) -> int: ...
+    def new_chain(self) -> DraftChain: ...
     def step_passes(
         self,
         stream: Stream,
         index: int,
-        draft: Sequence[int],
+        previous: Sequence[int],
         seq: KVSequence,
         context: Sequence[tuple[str, str]] = (),
+        chain: DraftChain | None = None,
+        earlier: Sequence[str] = (),
     ) -> Passes[StepRecord]: ...
 
 
@@ -105,41 +107,35 @@ def talk_steps(
     method = decoder.method
     result = StreamResult(stream_id=stream.id, method=method)
     seq.start_from(decoder.start_prefix(stream))
-    unspaced_tgt = get_language(stream.tgt).unspaced
     committed: list[str] = []  # the target of every closed window, in order
     context: deque[tuple[str, str]] = deque(maxlen=policy.context_sentences)
-    draft: list[int] = []  # the open window's previous output (masked with --mask output)
-    window_outputs: list[str] = []  # the open window's outputs so far (LocalAgreement)
+    chain = decoder.new_chain()  # the talk's drafters, one stream for them
+    previous: list[int] = []  # the open window's previous output (the first drafter's material)
+    window_outputs: list[str] = []  # the open window's outputs so far (the display policy's)
     previous_output = ""
     elapsed_ms = 0.0
-    k = method.mask_k
     for index, (step, plan) in enumerate(zip(stream.steps, window_updates(stream, policy), strict=True)):
         records: list[StepRecord] = []
         for a, b in plan.closed:
             source = plan.source(a, b)
             window = window_stream(stream, source, final=True)
-            record = yield from decoder.step_passes(
-                window, 0, draft if method.uses_draft else [], seq, context=tuple(context)
-            )
+            record = yield from decoder.step_passes(window, 0, previous, seq, tuple(context), chain)
             records.append(record)
             committed.append(record.output)
             context.append((source, record.output))
-            draft, window_outputs = [], []
+            previous, window_outputs = [], []
         open_output = open_display = ""
         open_accepted = 0
         if plan.open_source is not None:
             window = window_stream(stream, plan.open_source, final=False)
             record = yield from decoder.step_passes(
-                window, 0, draft if method.uses_draft else [], seq, context=tuple(context)
+                window, 0, previous, seq, tuple(context), chain, earlier=window_outputs
             )
             records.append(record)
             open_output, open_display = record.output, record.display
             open_accepted = record.accepted_chars
             window_outputs.append(open_output)
-            if method.display == "local-agreement":
-                open_display = local_agreement(window_outputs, method.agreement, unspaced_tgt)
-            ids = record.output_ids
-            draft = hide_last(ids, k) if (k and method.mask == "output") else list(ids)
+            previous = list(record.output_ids)
         committed_text = join_texts(committed, stream.tgt)
         output = join_texts([committed_text, open_output], stream.tgt)
         display = join_texts([committed_text, open_display], stream.tgt)
@@ -176,6 +172,10 @@ def _update_record(
 ) -> StepRecord:
     sums: dict[str, Any] = {name: sum(getattr(r, name) for r in records) for name in _SUMMED}
     ids = [token for r in records for token in r.output_ids]
+    offered: dict[str, int] = {}
+    for r in records:
+        for drafter, n in r.offered.items():
+            offered[drafter] = offered.get(drafter, 0) + n
     return StepRecord(
         step=index,
         source=step.source,
@@ -187,6 +187,8 @@ def _update_record(
         display=output if step.final else display,
         stop=records[-1].stop if records else "",
         talk=talk,
+        drafted_by=[name for r in records for name in r.drafted_by],
+        offered=offered,
         **sums,
     )
 
