@@ -17,7 +17,7 @@ from simul.common.safe_text import markup
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
-from simul.request.method_settings import DecodedMethod, DisplayPolicy, Ending, MaskMode
+from simul.request.method_settings import DEFAULT_DRAFT_MAX, DecodedMethod, DisplayPolicy, Ending, MaskMode
 from simul.request.methods import DEFAULT_BETA, methods_for
 from simul.runs.evaluation import EvalOutcome
 from simul.streams.references import references_caption
@@ -163,6 +163,26 @@ def register(app: typer.Typer) -> None:
                 "output without its last --mask-k tokens (0 or unset: mask-k display).",
             ),
         ] = None,
+        draft_max: Annotated[
+            int | None,
+            typer.Option(
+                "--draft-max", help=f"spec: at most K tokens per draft (default {DEFAULT_DRAFT_MAX})."
+            ),
+        ] = None,
+        draft_min: Annotated[
+            int,
+            typer.Option(
+                "--draft-min", help="spec: drop drafts shorter than this many tokens (0: keep all)."
+            ),
+        ] = 0,
+        draft_p_min: Annotated[
+            float,
+            typer.Option(
+                "--draft-p-min",
+                help="spec: stop drafting before a token the draft model gives a probability below P "
+                "(llama.cpp's --draft-p-min, SpecBound's confidence bound; 0: off).",
+            ),
+        ] = 0.0,
         display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
         agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
@@ -200,6 +220,9 @@ def register(app: typer.Typer) -> None:
             target_bias_beta,
             "local-agreement" if n else "mask",
             n or 2,
+            draft_max,
+            draft_min,
+            draft_p_min,
         )
         outcome = run_scaled(
             request.request(methods),

@@ -33,6 +33,11 @@ def eval_method_options(
     --display and --agreement, now --local-agreement N), fusing or chunking a verification that never runs."""
     problems: list[str] = []
     drafts = {"rt": "has no draft", "cd": "keeps its draft unverified"}
+    if beta is not None and method == "spec":
+        problems.append(
+            "--beta is SSBD's bias toward its draft, and --method spec keeps a draft model's tokens only "
+            "where the model agrees (exact greedy): drop --beta, or pass --method ssbd"
+        )
     if beta is not None and method in drafts:
         problems.append(
             f"--beta is SSBD's bias toward its draft, and --method {method} {drafts[method]}: "
@@ -47,8 +52,11 @@ def eval_method_options(
             f"--agreement is the n of --display local-agreement, and the display is {display}: "
             "pass --local-agreement N (the new spelling of both), or drop --agreement"
         )
-    if fuse and method == "rt":
-        problems.append("--fuse evaluates the prompt and the draft in one pass, and --method rt has no draft")
+    if fuse and method in ("rt", "spec"):
+        problems.append(
+            f"--fuse evaluates the prompt and the previous output (the first draft) in one pass, and "
+            f"--method {method} has no such draft"
+        )
     if verify_chunk > 0 and method in drafts:
         problems.append(f"--verify-chunk cuts SSBD's verification, and --method {method} {drafts[method]}")
     return problems

@@ -56,6 +56,11 @@ class StepRecord:
     # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
     verify_rows: int = 0
     decode_passes: int = 0
+    # Methods that draft with a draft model (spec): the draft model's forward passes at this step and the
+    # seconds spent drafting (its passes and the drafter's Python, within t_gen). Written only when there
+    # were some, so that the run files of other methods keep their bytes.
+    t_draft: float = 0.0
+    draft_passes: int = 0
     # Long-form streams only (a whole talk, see simul.decoding.longform): ``output`` and ``display`` are then
     # the talk-level texts after this update (committed target + the open window's output or displayed part),
     # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings the update
@@ -113,6 +118,11 @@ class StepRecord:
             "verify_rows": self.verify_rows,
             "decode_passes": self.decode_passes,
             **({"talk": self.talk} if self.talk is not None else {}),
+            **(
+                {"t_draft": round(self.t_draft, 6), "draft_passes": self.draft_passes}
+                if self.draft_passes
+                else {}
+            ),
         }
 
     @classmethod

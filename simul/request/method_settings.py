@@ -1,5 +1,6 @@
-"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta) or CD, with
-optional output or display-only mask-k, and the display policy (mask-k, or LocalAgreement-n)."""
+"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD or spec
+(speculative decoding with a draft model), with optional output or display-only mask-k, and the display
+policy (mask-k, or LocalAgreement-n)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Literal, get_args
 
 from simul.common.errors import UsageError
 
-DecodedMethod = Literal["rt", "ssbd", "cd"]  # what simul decodes
+DecodedMethod = Literal["rt", "ssbd", "cd", "spec"]  # what simul decodes
 MethodName = Literal[DecodedMethod, "ext"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
@@ -18,6 +19,10 @@ DisplayPolicy = Literal["mask", "local-agreement"]
 DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
+# Methods that draft with a draft model loaded beside the target (--draft-model, --draft-layers).
+DRAFT_MODEL_METHODS: tuple[DecodedMethod, ...] = ("spec",)
+DEFAULT_DRAFT_MAX = 16  # tokens per draft: llama.cpp's --draft-max default
+DRAFT_OPTIONS = "--draft-max, --draft-min and --draft-p-min"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,18 @@ class MethodSettings:
     # "local-agreement" (the longest common prefix of the last ``agreement`` outputs; simul.decoding.display)
     display: DisplayPolicy = "mask"
     agreement: int = 2
+    # spec (simul.decoding.methods.model_drafter): at most ``draft_max`` tokens per draft (None: the default,
+    # 16), drafts shorter than ``draft_min`` dropped, drafting stopped below the draft's top-1 probability
+    # ``draft_p_min`` (0: off); ``draft`` names the draft model in the method's key (DraftSettings.identity:
+    # exitL for the target's first L blocks, else the start of the draft file's SHA-256), set by the request.
+    draft_max: int | None = None
+    draft_min: int = 0
+    draft_p_min: float = 0.0
+    draft: str | None = None
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return self.name in DRAFT_MODEL_METHODS
 
     def __post_init__(self) -> None:
         if self.name == EXTERNAL:
@@ -76,6 +93,8 @@ class MethodSettings:
                 or self.ending != "keep"
                 or self.resync
                 or self.target_bias
+                or self.draft_max is not None
+                or self.draft
             ):
                 raise UsageError("an ingested system's outputs take no decoding options")
             return
@@ -116,9 +135,40 @@ class MethodSettings:
                 )
         elif self.agreement != 2:
             object.__setattr__(self, "agreement", 2)
-        if self.name == "rt" and (self.ending != "keep" or self.resync):
-            raise UsageError("--ending and --resync act on the draft; RT has none")
+        self._check_draft_options()
+        if self.name in ("rt", "spec") and (self.ending != "keep" or self.resync):
+            raise UsageError(
+                f"--ending and --resync act on the previous output as a draft; {self.name.upper()} has none"
+            )
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
             raise UsageError(
                 "--resync and --ending unbiased need verification; CD keeps the draft unverified"
+            )
+
+    def _check_draft_options(self) -> None:
+        """The draft model's options: spec's alone, within their ranges."""
+        if not self.uses_draft_model:
+            if self.draft_max is not None or self.draft_min or self.draft_p_min:
+                raise UsageError(
+                    f"{DRAFT_OPTIONS} shape the drafts of a draft model; only --method spec drafts with one"
+                )
+            if self.draft is not None:
+                raise UsageError(
+                    f"method {self.name} drafts with no draft model, but names one ({self.draft})"
+                )
+            return
+        if self.draft_max is None:
+            object.__setattr__(self, "draft_max", DEFAULT_DRAFT_MAX)
+        assert self.draft_max is not None
+        if self.draft_max < 1:
+            raise UsageError(f"--draft-max must be 1 or more tokens, got {self.draft_max}")
+        if not 0 <= self.draft_min <= self.draft_max:
+            raise UsageError(
+                f"--draft-min must be between 0 and --draft-max ({self.draft_max}), got {self.draft_min}"
+            )
+        if not 0.0 <= self.draft_p_min <= 1.0:
+            raise UsageError(f"--draft-p-min must be a probability between 0 and 1, got {self.draft_p_min}")
+        if self.draft is not None and not all(ch.isalnum() for ch in self.draft):
+            raise UsageError(
+                f"a draft model's name in a method key is letters and digits, got {self.draft!r}"
             )

@@ -28,6 +28,8 @@ class Method(MethodSettings):
         if self.name == EXTERNAL:
             return f"EXT({self.system})"
         base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
+        if self.uses_draft_model:
+            base += f"({','.join(self._draft_parts('=', ''))})"
         if self.mask_k:
             base += f"+{self.mask}-mask{self.mask_k}"
         if self.ending != "keep":
@@ -48,6 +50,8 @@ class Method(MethodSettings):
         parts: list[str] = [self.name]
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
+        if self.uses_draft_model:
+            parts.extend(self._draft_parts("", "-"))
         if self.mask_k:
             parts.append(f"{self.mask}{self.mask_k}")
         if self.ending != "keep":
@@ -76,7 +80,23 @@ class Method(MethodSettings):
         if self.display != "mask":  # runs made before display policies read back unchanged
             out["display"] = self.display
             out["agreement"] = self.agreement
+        if self.uses_draft_model:
+            out["draft_max"] = self.draft_max
+            out["draft_min"] = self.draft_min
+            out["draft_p_min"] = self.draft_p_min
+            out["draft"] = self.draft
         return out
+
+    def _draft_parts(self, equals: str, dash: str) -> list[str]:
+        """spec's settings as the label (``max=16``) or key (``max16``) spells them; the draft last."""
+        parts = [f"max{equals}{self.draft_max}"]
+        if self.draft_min:
+            parts.append(f"min{equals}{self.draft_min}")
+        if self.draft_p_min:
+            parts.append(f"p{equals}{self.draft_p_min:g}")
+        if self.draft:
+            parts.append(f"draft{equals or dash}{self.draft}")
+        return parts
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Method:
@@ -91,6 +111,10 @@ class Method(MethodSettings):
             target_bias=float(obj.get("target_bias", 0.0)),
             display=obj.get("display", "mask"),
             agreement=int(obj.get("agreement", 2)),
+            draft_max=None if obj.get("draft_max") is None else int(obj["draft_max"]),
+            draft_min=int(obj.get("draft_min", 0)),
+            draft_p_min=float(obj.get("draft_p_min", 0.0)),
+            draft=obj.get("draft"),
         )
 
 
@@ -105,6 +129,9 @@ def methods_for(
     target_bias: float = 0.0,
     display: DisplayPolicy = "mask",
     agreement: int = 2,
+    draft_max: int | None = None,
+    draft_min: int = 0,
+    draft_p_min: float = 0.0,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -117,6 +144,9 @@ def methods_for(
         target_bias=target_bias,
         display=display,
         agreement=agreement,
+        draft_max=draft_max,
+        draft_min=draft_min,
+        draft_p_min=draft_p_min,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

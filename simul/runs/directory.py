@@ -379,6 +379,7 @@ _RESUME_KEYS = (
     "verify_chunk",
     "shard",
     "longform",
+    "draft_model_sha256",
 )
 
 

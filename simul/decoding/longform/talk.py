@@ -64,6 +64,7 @@ class WindowDecoder(Protocol):
     def tokenize_prompt(self, prompt: Prompt) -> list[int]: ...
     def max_output_tokens(self, source: str) -> int: ...
     def new_chain(self) -> DraftChain: ...
+    def start_stream(self, stream: Stream, seq: KVSequence) -> DraftChain: ...
     def step_passes(
         self,
         stream: Stream,
@@ -92,6 +93,8 @@ _SUMMED = (
     "t_decode",
     "verify_rows",
     "decode_passes",
+    "t_draft",
+    "draft_passes",
 )
 
 
@@ -106,10 +109,9 @@ def talk_steps(
     """The step machine of one long-form stream: yields its forward passes, returns one record per update."""
     method = decoder.method
     result = StreamResult(stream_id=stream.id, method=method)
-    seq.start_from(decoder.start_prefix(stream))
+    chain = decoder.start_stream(stream, seq)  # the talk's drafters, one stream for them
     committed: list[str] = []  # the target of every closed window, in order
     context: deque[tuple[str, str]] = deque(maxlen=policy.context_sentences)
-    chain = decoder.new_chain()  # the talk's drafters, one stream for them
     previous: list[int] = []  # the open window's previous output (the first drafter's material)
     window_outputs: list[str] = []  # the open window's outputs so far (the display policy's)
     previous_output = ""

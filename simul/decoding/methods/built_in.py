@@ -8,6 +8,8 @@
                                                             --target-bias-beta B: steer
                                                             toward it, biased rule B
     CD                  previous output, accept-all         none                           mask-k / LA-n
+    spec                none                                the draft model (eager), exact  mask-k / LA-n
+                                                            greedy (model_drafter.py)
 
 Output mask-k and ``--ending reopen`` shorten the previous-output draft.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 from simul.common.errors import UsageError
 from simul.decoding.methods.display import AgreementDisplay, MaskDisplay
 from simul.decoding.methods.drafters import PreviousOutput, Resync, TargetBias
+from simul.decoding.methods.model_drafter import DraftModelDrafter, StopVocabulary
 from simul.decoding.methods.protocol import (
     AcceptanceRule,
     DisplayPolicy,
@@ -51,6 +54,15 @@ def shape_of(method: MethodSettings) -> MethodShape:
 
         first = previous
     tails: list[DrafterFactory] = []
+    if method.uses_draft_model:
+        assert method.draft_max is not None
+
+        def model(vocab: Vocabulary) -> Drafter:
+            if not isinstance(vocab, StopVocabulary):
+                raise TypeError("the draft-model drafter needs a vocabulary that knows its stop tokens")
+            return DraftModelDrafter(vocab, method.draft_max or 1, method.draft_min, method.draft_p_min)
+
+        tails.append(model)
     if method.resync:
         resync_rule = BiasedRule(method.beta or 0.0)
         tails.append(lambda vocab: Resync(method.resync, resync_rule))
