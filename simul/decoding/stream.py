@@ -403,7 +403,9 @@ class StreamDecoder:
         """
         output = gen.output
         eager = chain.eager
-        asking = bool(chain.tails) and not after_draft
+        # Eager drafters are never asked with a row in hand: the draft model's passes come between, and under
+        # --parallel the other streams' target passes of those rounds overwrite the logits the row points to.
+        asking = bool(chain.tails) and not after_draft and not eager
         while True:
             token = int(np.argmax(row))
             steered = None

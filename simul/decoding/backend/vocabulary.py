@@ -4,7 +4,8 @@ llama.cpp (``common/speculative.cpp``, ``common_speculative_are_compatible``) le
 tokens to a target when
 
 1. both vocabularies are of the same type (SentencePiece, BPE, ...);
-2. they agree on adding BOS (and, when they add it, on its id), and likewise on EOS;
+2. they agree on adding BOS and on its id, and likewise on EOS (the ids are compared even where neither
+   model adds the token: llama.cpp compares llama_token_bos and llama_token_eos unconditionally);
 3. their sizes differ by at most ``SPEC_VOCAB_MAX_SIZE_DIFFERENCE`` = 128 tokens (padding: Qwen2.5 0.5B and
    7B differ only there);
 4. every token from id ``SPEC_VOCAB_CHECK_START_TOKEN_ID`` = 5 up to the smaller size has the same text in
@@ -67,7 +68,7 @@ def first_difference(target: VocabularySource, draft: VocabularySource) -> str |
                 f"the target {'adds' if t_add else 'does not add'} {name} and the draft "
                 f"{'does' if d_add else 'does not'}"
             )
-        if t_add and t_id != d_id:
+        if t_id != d_id:
             return f"the {name} tokens differ (id {t_id} in the target, {d_id} in the draft)"
     if abs(t.n_tokens - d.n_tokens) > MAX_SIZE_DIFFERENCE:
         return (
