@@ -325,3 +325,20 @@ def test_draft_usage_errors(
 def test_draft_settings_refuse_a_missing_file() -> None:
     with pytest.raises(UsageError, match="does not exist"):
         DraftSettings(model=Path("/nonexistent/draft.gguf")).identity()
+
+
+@pytest.mark.slow
+def test_spec_on_ray_equals_one_process(pair: dict[str, Path], streams_file: Path, tmp_path: Path) -> None:
+    """--ray: each worker loads the draft beside the target; the run is the one-process run."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'simul[ray]')")
+    from tests.test_merge import steps_without_timing
+
+    args = eval_args(pair["target"], streams_file, "--method", "spec", "--draft-model", str(pair["first1"]))
+    runs = {}
+    for name, extra in (("single", ()), ("ray", ("--ray", "local", "--ray-workers", "2"))):
+        runs[name] = tmp_path / name
+        result = runner.invoke(app, [*args, "--threads", "1", *extra, "-o", str(runs[name])])
+        assert result.exit_code == 0, result.output
+    assert steps_without_timing(runs["single"]) == steps_without_timing(runs["ray"])
+    run = json.loads((runs["ray"] / "run.json").read_text())
+    assert run["config"]["draft_model_sha256"] == sha256_file(pair["first1"])
