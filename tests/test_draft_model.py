@@ -302,10 +302,21 @@ def test_shards_merge_only_with_the_same_draft(
             ["--method", "spec", "--draft-layers", "1", "--draft-p-min", "1.5"],
             "--draft-p-min must be a probability",
         ),
-        (["--method", "ssbd", "--draft-max", "4"], "only --method spec drafts with one"),
+        (["--method", "ssbd", "--draft-max", "4"], "only --method spec and bild draft with one"),
         (["--method", "spec", "--draft-layers", "1", "--beta", "0.2"], "drop --beta, or pass --method ssbd"),
         (["--method", "spec", "--draft-layers", "1", "--draft-model", "x.gguf"], "give the draft model once"),
         (["--method", "spec", "--draft-layers", "5"], "fewer blocks than the model's 2"),
+        (["--method", "spec", "--draft-layers", "1", "--bild-rollback", "2"], "pass --method bild"),
+        (["--method", "bild", "--draft-layers", "1", "--draft-p-min", "0.5"], "pass --bild-fallback P"),
+        (
+            ["--method", "bild", "--draft-layers", "1", "--bild-rollback", "0"],
+            "--bild-rollback must be a positive",
+        ),
+        (
+            ["--method", "bild", "--draft-layers", "1", "--bild-fallback", "2"],
+            "--bild-fallback must be a probability",
+        ),
+        (["--method", "bild", "--draft-layers", "1", "--fuse"], "--method bild has no such draft"),
     ],
 )
 def test_draft_usage_errors(
@@ -342,3 +353,50 @@ def test_spec_on_ray_equals_one_process(pair: dict[str, Path], streams_file: Pat
     assert steps_without_timing(runs["single"]) == steps_without_timing(runs["ray"])
     run = json.loads((runs["ray"] / "run.json").read_text())
     assert run["config"]["draft_model_sha256"] == sha256_file(pair["first1"])
+
+
+# -- bild -------------------------------------------------------------------------------------------------
+
+
+def test_bild_keeps_what_its_rollback_rule_keeps(pair: dict[str, Path]) -> None:
+    """Every token bild keeps satisfies BiLD's rollback rule against its own row (tests.claims: rollback),
+    every rejected one breaks it and is replaced by the target's pick; with a loose threshold it keeps draft
+    tokens that are not the target's argmax (not greedy-exact), with a tight one none."""
+    engine = Engine(EngineSettings(model=pair["target"], threads=1, draft=DraftSettings(model=pair["draft"])))
+    try:
+        seen = {}
+        for rollback in (10.0, 0.01):  # the other weights' drafts cost 5 to 11 nats under the target
+            method = Method("bild", fallback=0.0, rollback=rollback)
+            assert not method.greedy_exact and method.to_json()["greedy_exact"] is False
+            with tr.recording(keep_rows=True) as recorded:
+                results = [engine.decoder(method).decode(s) for s in make_streams()]
+            seen[rollback] = check_decisions(recorded, results)
+            verified = recorded.of_kind(tr.VERIFY)
+            assert verified and {(d.drafter, d.rule, d.bias) for d in verified} == {
+                ("model", "rollback", rollback)
+            }
+    finally:
+        engine.close()
+    assert (
+        seen[10.0]["verify kept (not the argmax)"] > 0 and seen[10.0]["verify rejected (not the argmax)"] > 0
+    )
+    assert seen[0.01]["verify rejected (not the argmax)"] > 0
+    assert not any(key.startswith("verify kept") for key in seen[0.01])
+
+
+def test_bild_is_recorded_as_not_greedy_exact(
+    pair: dict[str, Path], streams_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    args = eval_args(
+        pair["target"], streams_file, "--method", "bild", "--draft-layers", "1", "--threads", "1"
+    )
+    env = {"SIMUL_CACHE_DIR": str(tmp_path / "cache")}
+    result = runner.invoke(
+        app, [*args, "--bild-fallback", "0.6", "--bild-rollback", "3", "-o", str(out)], env=env
+    )
+    assert result.exit_code == 0, result.output
+    bild = json.loads((out / "run.json").read_text())["methods"][1]
+    assert bild["key"] == "bild-max10-fb0.6-rb3-draft-exit1"
+    assert (bild["greedy_exact"], bild["fallback"], bild["rollback"]) == (False, 0.6, 3.0)
+    assert Method.from_json(bild).key == bild["key"]

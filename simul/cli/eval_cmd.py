@@ -17,7 +17,15 @@ from simul.common.safe_text import markup
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
-from simul.request.method_settings import DEFAULT_DRAFT_MAX, DecodedMethod, DisplayPolicy, Ending, MaskMode
+from simul.request.method_settings import (
+    DEFAULT_DRAFT_MAX,
+    DEFAULT_FALLBACK,
+    DEFAULT_ROLLBACK,
+    DecodedMethod,
+    DisplayPolicy,
+    Ending,
+    MaskMode,
+)
 from simul.request.methods import DEFAULT_BETA, methods_for
 from simul.runs.evaluation import EvalOutcome
 from simul.streams.references import references_caption
@@ -166,13 +174,14 @@ def register(app: typer.Typer) -> None:
         draft_max: Annotated[
             int | None,
             typer.Option(
-                "--draft-max", help=f"spec: at most K tokens per draft (default {DEFAULT_DRAFT_MAX})."
+                "--draft-max",
+                help=f"spec, bild: at most K tokens per draft (default {DEFAULT_DRAFT_MAX}; bild 10).",
             ),
         ] = None,
         draft_min: Annotated[
             int,
             typer.Option(
-                "--draft-min", help="spec: drop drafts shorter than this many tokens (0: keep all)."
+                "--draft-min", help="spec, bild: drop drafts shorter than this many tokens (0: keep all)."
             ),
         ] = 0,
         draft_p_min: Annotated[
@@ -183,6 +192,22 @@ def register(app: typer.Typer) -> None:
                 "(llama.cpp's --draft-p-min, SpecBound's confidence bound; 0: off).",
             ),
         ] = 0.0,
+        bild_fallback: Annotated[
+            float | None,
+            typer.Option(
+                "--bild-fallback",
+                help=f"bild: the draft hands over below this top-1 probability (BiLD's alpha_FB; default "
+                f"{DEFAULT_FALLBACK:g}).",
+            ),
+        ] = None,
+        bild_rollback: Annotated[
+            float | None,
+            typer.Option(
+                "--bild-rollback",
+                help="bild: the target rolls back a draft token whose cross entropy under it exceeds this "
+                f"(nats; BiLD's alpha_RB; default {DEFAULT_ROLLBACK:g}).",
+            ),
+        ] = None,
         display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
         agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
@@ -223,6 +248,8 @@ def register(app: typer.Typer) -> None:
             draft_max,
             draft_min,
             draft_p_min,
+            bild_fallback,
+            bild_rollback,
         )
         outcome = run_scaled(
             request.request(methods),

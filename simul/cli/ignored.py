@@ -33,10 +33,10 @@ def eval_method_options(
     --display and --agreement, now --local-agreement N), fusing or chunking a verification that never runs."""
     problems: list[str] = []
     drafts = {"rt": "has no draft", "cd": "keeps its draft unverified"}
-    if beta is not None and method == "spec":
+    if beta is not None and method in ("spec", "bild"):
         problems.append(
-            "--beta is SSBD's bias toward its draft, and --method spec keeps a draft model's tokens only "
-            "where the model agrees (exact greedy): drop --beta, or pass --method ssbd"
+            f"--beta is SSBD's bias toward its draft, and --method {method} verifies a draft model's tokens "
+            "under its own rule: drop --beta, or pass --method ssbd"
         )
     if beta is not None and method in drafts:
         problems.append(
@@ -52,7 +52,7 @@ def eval_method_options(
             f"--agreement is the n of --display local-agreement, and the display is {display}: "
             "pass --local-agreement N (the new spelling of both), or drop --agreement"
         )
-    if fuse and method in ("rt", "spec"):
+    if fuse and method in ("rt", "spec", "bild"):
         problems.append(
             f"--fuse evaluates the prompt and the previous output (the first draft) in one pass, and "
             f"--method {method} has no such draft"

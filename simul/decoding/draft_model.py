@@ -158,7 +158,7 @@ def attach_draft(methods: Sequence[Method], settings: DraftSettings | None) -> l
     if not users:
         raise UsageError(
             "--draft-model, --draft-layers and the --draft-* options give a draft model, and no method here "
-            "drafts with one: pass --method spec, or drop them"
+            "drafts with one: pass --method spec or bild, or drop them"
         )
     settings.check()
     name = settings.identity()

@@ -9,7 +9,7 @@ from typing import Literal, get_args
 
 from simul.common.errors import UsageError
 
-DecodedMethod = Literal["rt", "ssbd", "cd", "spec"]  # what simul decodes
+DecodedMethod = Literal["rt", "ssbd", "cd", "spec", "bild"]  # what simul decodes
 MethodName = Literal[DecodedMethod, "ext"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
@@ -20,8 +20,15 @@ DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
 # Methods that draft with a draft model loaded beside the target (--draft-model, --draft-layers).
-DRAFT_MODEL_METHODS: tuple[DecodedMethod, ...] = ("spec",)
+DRAFT_MODEL_METHODS: tuple[DecodedMethod, ...] = ("spec", "bild")
+# Methods whose output is the target's greedy output (up to batched-logit noise); bild is not (run.json says)
+NOT_GREEDY_EXACT: tuple[DecodedMethod, ...] = ("bild",)
 DEFAULT_DRAFT_MAX = 16  # tokens per draft: llama.cpp's --draft-max default
+# BiLD (simul.decoding.methods.bild): within the paper's machine-translation sweep (appendix 7.1.2: fallback
+# thresholds in [0.5, 0.9], rollback thresholds in [1, 10], at most 10 small-model tokens at a time)
+DEFAULT_FALLBACK = 0.5
+DEFAULT_ROLLBACK = 2.0
+DEFAULT_BILD_MAX = 10
 DRAFT_OPTIONS = "--draft-max, --draft-min and --draft-p-min"
 
 
@@ -75,6 +82,10 @@ class MethodSettings:
     draft_min: int = 0
     draft_p_min: float = 0.0
     draft: str | None = None
+    # bild (simul.decoding.methods.bild): the fallback threshold alpha_FB (the draft's top-1 probability
+    # below which it hands over) and the rollback threshold alpha_RB (nats of cross entropy); None: defaults
+    fallback: float | None = None
+    rollback: float | None = None
 
     @property
     def uses_draft_model(self) -> bool:
@@ -95,6 +106,8 @@ class MethodSettings:
                 or self.target_bias
                 or self.draft_max is not None
                 or self.draft
+                or self.fallback is not None
+                or self.rollback is not None
             ):
                 raise UsageError("an ingested system's outputs take no decoding options")
             return
@@ -136,7 +149,7 @@ class MethodSettings:
         elif self.agreement != 2:
             object.__setattr__(self, "agreement", 2)
         self._check_draft_options()
-        if self.name in ("rt", "spec") and (self.ending != "keep" or self.resync):
+        if self.name in ("rt", "spec", "bild") and (self.ending != "keep" or self.resync):
             raise UsageError(
                 f"--ending and --resync act on the previous output as a draft; {self.name.upper()} has none"
             )
@@ -145,20 +158,50 @@ class MethodSettings:
                 "--resync and --ending unbiased need verification; CD keeps the draft unverified"
             )
 
+    def _check_bild_options(self) -> None:
+        """BiLD's two thresholds: bild's alone (its fallback is the confidence bound: not --draft-p-min)."""
+        if self.name != "bild":
+            if self.fallback is not None or self.rollback is not None:
+                raise UsageError(
+                    "--bild-fallback and --bild-rollback are BiLD's policies: pass --method bild"
+                )
+            return
+        if self.draft_p_min:
+            raise UsageError(
+                "--draft-p-min is BiLD's fallback threshold under another name: pass --bild-fallback P"
+            )
+        if self.fallback is None:
+            object.__setattr__(self, "fallback", DEFAULT_FALLBACK)
+        if self.rollback is None:
+            object.__setattr__(self, "rollback", DEFAULT_ROLLBACK)
+        assert self.fallback is not None and self.rollback is not None
+        if not 0.0 <= self.fallback <= 1.0:
+            raise UsageError(f"--bild-fallback must be a probability between 0 and 1, got {self.fallback}")
+        if not self.rollback > 0.0:
+            raise UsageError(f"--bild-rollback must be a positive cross entropy (nats), got {self.rollback}")
+
+    @property
+    def greedy_exact(self) -> bool:
+        """Is the output the target's greedy output (up to the noise of batched logits)?"""
+        return self.name not in NOT_GREEDY_EXACT
+
     def _check_draft_options(self) -> None:
-        """The draft model's options: spec's alone, within their ranges."""
+        """The draft model's options: those of the methods that draft with one, within their ranges."""
         if not self.uses_draft_model:
             if self.draft_max is not None or self.draft_min or self.draft_p_min:
                 raise UsageError(
-                    f"{DRAFT_OPTIONS} shape the drafts of a draft model; only --method spec drafts with one"
+                    f"{DRAFT_OPTIONS} shape the drafts of a draft model; only --method spec and bild draft "
+                    "with one"
                 )
             if self.draft is not None:
                 raise UsageError(
                     f"method {self.name} drafts with no draft model, but names one ({self.draft})"
                 )
             return
+        self._check_bild_options()
         if self.draft_max is None:
-            object.__setattr__(self, "draft_max", DEFAULT_DRAFT_MAX)
+            default = DEFAULT_BILD_MAX if self.name == "bild" else DEFAULT_DRAFT_MAX
+            object.__setattr__(self, "draft_max", default)
         assert self.draft_max is not None
         if self.draft_max < 1:
             raise UsageError(f"--draft-max must be 1 or more tokens, got {self.draft_max}")

@@ -85,6 +85,10 @@ class Method(MethodSettings):
             out["draft_min"] = self.draft_min
             out["draft_p_min"] = self.draft_p_min
             out["draft"] = self.draft
+            out["greedy_exact"] = self.greedy_exact  # bild is not: its outputs may differ from the target's
+        if self.name == "bild":
+            out["fallback"] = self.fallback
+            out["rollback"] = self.rollback
         return out
 
     def _draft_parts(self, equals: str, dash: str) -> list[str]:
@@ -94,6 +98,9 @@ class Method(MethodSettings):
             parts.append(f"min{equals}{self.draft_min}")
         if self.draft_p_min:
             parts.append(f"p{equals}{self.draft_p_min:g}")
+        if self.name == "bild":  # BiLD's thresholds, always (their defaults may change)
+            parts.append(f"fb{equals}{self.fallback:g}")
+            parts.append(f"rb{equals}{self.rollback:g}")
         if self.draft:
             parts.append(f"draft{equals or dash}{self.draft}")
         return parts
@@ -115,6 +122,8 @@ class Method(MethodSettings):
             draft_min=int(obj.get("draft_min", 0)),
             draft_p_min=float(obj.get("draft_p_min", 0.0)),
             draft=obj.get("draft"),
+            fallback=None if obj.get("fallback") is None else float(obj["fallback"]),
+            rollback=None if obj.get("rollback") is None else float(obj["rollback"]),
         )
 
 
@@ -132,6 +141,8 @@ def methods_for(
     draft_max: int | None = None,
     draft_min: int = 0,
     draft_p_min: float = 0.0,
+    fallback: float | None = None,
+    rollback: float | None = None,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -147,6 +158,8 @@ def methods_for(
         draft_max=draft_max,
         draft_min=draft_min,
         draft_p_min=draft_p_min,
+        fallback=fallback,
+        rollback=rollback,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

@@ -10,6 +10,9 @@
     CD                  previous output, accept-all         none                           mask-k / LA-n
     spec                none                                the draft model (eager), exact  mask-k / LA-n
                                                             greedy (model_drafter.py)
+    bild                none                                the draft model (eager, falls  mask-k / LA-n
+                                                            back below alpha_FB), BiLD's
+                                                            rollback rule (bild.py)
 
 Output mask-k and ``--ending reopen`` shorten the previous-output draft.
 """
@@ -17,6 +20,7 @@ Output mask-k and ``--ending reopen`` shorten the previous-output draft.
 from __future__ import annotations
 
 from simul.common.errors import UsageError
+from simul.decoding.methods.bild import RollbackRule
 from simul.decoding.methods.display import AgreementDisplay, MaskDisplay
 from simul.decoding.methods.drafters import PreviousOutput, Resync, TargetBias
 from simul.decoding.methods.model_drafter import DraftModelDrafter, StopVocabulary
@@ -60,6 +64,15 @@ def shape_of(method: MethodSettings) -> MethodShape:
         def model(vocab: Vocabulary) -> Drafter:
             if not isinstance(vocab, StopVocabulary):
                 raise TypeError("the draft-model drafter needs a vocabulary that knows its stop tokens")
+            if method.name == "bild":  # BiLD: fallback below alpha_FB, rollback above alpha_RB
+                assert method.fallback is not None and method.rollback is not None
+                return DraftModelDrafter(
+                    vocab,
+                    method.draft_max or 1,
+                    method.draft_min,
+                    method.fallback,
+                    RollbackRule(method.rollback),
+                )
             return DraftModelDrafter(vocab, method.draft_max or 1, method.draft_min, method.draft_p_min)
 
         tails.append(model)
