@@ -244,6 +244,10 @@ def test_spec_records_its_draft_model(pair: dict[str, Path], streams_file: Path,
     steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
     assert all("draft_passes" not in s for s in steps if s["method"] == "rt")
     assert any(s.get("draft_passes", 0) > 0 for s in steps if s["method"] != "rt")
+    rt, spec = run["methods"]
+    assert "draft_passes" not in rt["counts"] and "draft_seconds" not in rt["counts"]
+    assert spec["counts"]["draft_passes"] == sum(s.get("draft_passes", 0) for s in steps) > 0
+    assert spec["greedy_exact"] is True
 
 
 def test_spec_batches_the_draft_model_under_parallel(

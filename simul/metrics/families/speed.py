@@ -31,6 +31,14 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
     decode_seconds = sum(s.t_decode for s in steps)
     verify_rows = sum(s.verify_rows for s in steps)
     decode_passes = sum(s.decode_passes for s in steps)
+    counts = {}
+    if method.uses_draft_model:  # only then, so that other methods' run files keep their keys
+        # the draft model's passes and seconds: (draft_seconds / draft_passes) / (decode_seconds /
+        # decode_passes) is its pass cost in one-token target passes, c_L of Leviathan et al.'s Theorem 3.8
+        counts = {
+            "draft_seconds": round(sum(s.t_draft for s in steps), 4),
+            "draft_passes": sum(s.draft_passes for s in steps),
+        }
     return Figures(
         metrics={
             "tps": round(spd.tps, 2),
@@ -50,5 +58,6 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
             "decode_seconds": round(decode_seconds, 4),
             "verify_rows": verify_rows,
             "decode_passes": decode_passes,
+            **counts,
         },
     )
