@@ -52,10 +52,12 @@ def eval_method_options(
             f"--agreement is the n of --display local-agreement, and the display is {display}: "
             "pass --local-agreement N (the new spelling of both), or drop --agreement"
         )
-    if fuse and method in ("rt", "spec", "bild"):
+    if fuse and method == "rt":
+        problems.append("--fuse evaluates the prompt and the draft in one pass, and --method rt has no draft")
+    if fuse and method in ("spec", "bild"):
         problems.append(
-            f"--fuse evaluates the prompt and the previous output (the first draft) in one pass, and "
-            f"--method {method} has no such draft"
+            "--fuse evaluates the prompt and the previous output (the draft) in one pass, and --method "
+            f"{method} has no such draft (its draft model drafts after the target's first token)"
         )
     if verify_chunk > 0 and method in drafts:
         problems.append(f"--verify-chunk cuts SSBD's verification, and --method {method} {drafts[method]}")
