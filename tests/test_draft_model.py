@@ -306,7 +306,7 @@ def test_shards_merge_only_with_the_same_draft(
             ["--method", "spec", "--draft-layers", "1", "--draft-p-min", "1.5"],
             "--draft-p-min must be a probability",
         ),
-        (["--method", "ssbd", "--draft-max", "4"], "only --method spec and bild draft with one"),
+        (["--method", "ssbd", "--draft-max", "4"], "SSBD with --tail-draft model, draft with one"),
         (["--method", "spec", "--draft-layers", "1", "--beta", "0.2"], "drop --beta, or pass --method ssbd"),
         (["--method", "spec", "--draft-layers", "1", "--draft-model", "x.gguf"], "give the draft model once"),
         (["--method", "spec", "--draft-layers", "5"], "fewer blocks than the model's 2"),
@@ -321,6 +321,12 @@ def test_shards_merge_only_with_the_same_draft(
             "--bild-fallback must be a probability",
         ),
         (["--method", "bild", "--draft-layers", "1", "--fuse"], "--method bild has no such draft"),
+        (["--method", "rt", "--draft-layers", "1", "--tail-draft", "model"], "drafts after SSBD's draft"),
+        (["--method", "spec", "--draft-layers", "1", "--tail-draft", "model"], "has its own draft model"),
+        (
+            ["--beta", "0.2", "--draft-layers", "1", "--tail-draft", "model", "--target-bias-beta", "0.5"],
+            "--tail-draft model would never be asked",
+        ),
     ],
 )
 def test_draft_usage_errors(
@@ -404,3 +410,63 @@ def test_bild_is_recorded_as_not_greedy_exact(
     assert bild["key"] == "bild-max10-fb0.6-rb3-draft-exit1"
     assert (bild["greedy_exact"], bild["fallback"], bild["rollback"]) == (False, 0.6, 3.0)
     assert Method.from_json(bild).key == bild["key"]
+
+
+# -- SSBD with a draft-model tail ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("resync", [0, 2])
+def test_ssbd_tail_draft_model(pair: dict[str, Path], resync: int) -> None:
+    """SSBD's previous output under the biased rule, and past it the draft model's tokens under exact greedy
+    acceptance (tests.claims checks both rules, and that the model's tokens come only after the previous
+    output's draft); the outputs are plain SSBD's (the tail is exact) with fewer one-token passes. With
+    --resync, the draft model is asked after its drafts, with a row in hand (copied: see _continue)."""
+    engine = Engine(
+        EngineSettings(model=pair["target"], threads=1, draft=DraftSettings(model=pair["first1"]))
+    )
+    try:
+        plain = [engine.decoder(Method("ssbd", beta=0.2, resync=resync)).decode(s) for s in make_streams()]
+        method = Method("ssbd", beta=0.2, resync=resync, tail_model=True, draft_max=4)
+        with tr.recording(keep_rows=True) as recorded:
+            tailed = [engine.decoder(method).decode(s) for s in make_streams()]
+    finally:
+        engine.close()
+    check_decisions(recorded, tailed)
+    rules = {(d.drafter, d.rule) for d in recorded.of_kind(tr.VERIFY)}
+    assert ("model", "exact") in rules and ("previous", "biased") in rules
+    for a, b in zip(plain, tailed, strict=True):
+        assert [s.output_ids for s in a.steps] == [s.output_ids for s in b.steps]
+    steps = [s for r in tailed for s in r.steps]
+    assert sum(s.drafted_by.count("model") for s in steps) > 0
+    assert sum(s.decode_passes for s in steps) < sum(s.decode_passes for r in plain for s in r.steps)
+    assert method.key == "ssbd-b0.2-tailmodel-max4" + (f"-resync{resync}" if resync else "")
+
+
+def test_ssbd_tail_draft_model_under_parallel(
+    pair: dict[str, Path], streams_file: Path, tmp_path: Path
+) -> None:
+    outputs = {}
+    for parallel in ("1", "2"):
+        out = tmp_path / f"p{parallel}"
+        args = eval_args(
+            pair["target"], streams_file, "--beta", "0.2", "--resync", "2", "--tail-draft", "model"
+        )
+        extra = [
+            "--draft-model",
+            str(pair["first1"]),
+            "--threads",
+            "1",
+            "--parallel",
+            parallel,
+            "-o",
+            str(out),
+        ]
+        result = runner.invoke(app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        outputs[parallel] = [
+            (s["method"], s["stream"], s["step"], s["output_ids"])
+            for s in map(json.loads, (out / "steps.jsonl").read_text().splitlines())
+        ]
+        run = json.loads((out / "run.json").read_text())
+        assert run["methods"][1]["tail_model"] is True and run["methods"][1]["greedy_exact"] is True
+    assert outputs["1"] == outputs["2"]

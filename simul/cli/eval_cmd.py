@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -192,6 +192,14 @@ def register(app: typer.Typer) -> None:
                 "(llama.cpp's --draft-p-min, SpecBound's confidence bound; 0: off).",
             ),
         ] = 0.0,
+        tail_draft: Annotated[
+            Literal["model"] | None,
+            typer.Option(
+                "--tail-draft",
+                help="SSBD: once the previous output's draft is used up or rejected, draft the tail with the "
+                "draft model (--draft-model or --draft-layers), verified by exact greedy acceptance.",
+            ),
+        ] = None,
         bild_fallback: Annotated[
             float | None,
             typer.Option(
@@ -250,6 +258,7 @@ def register(app: typer.Typer) -> None:
             draft_p_min,
             bild_fallback,
             bild_rollback,
+            tail_draft == "model",
         )
         outcome = run_scaled(
             request.request(methods),

@@ -409,6 +409,10 @@ class StreamDecoder:
         while True:
             token = int(np.argmax(row))
             steered = None
+            if asking and chain.drafts_with_model:
+                # a draft model's passes come before the row is read, and under --parallel the other
+                # streams' target passes of those rounds overwrite the logits it points to
+                row = np.array(row, copy=True)
             proposal = (yield from self._propose(chain, gen, seq)) if asking else None
             asking = bool(chain.tails) and not eager
             if proposal is not None and proposal.steer:

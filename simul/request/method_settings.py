@@ -86,10 +86,13 @@ class MethodSettings:
     # below which it hands over) and the rollback threshold alpha_RB (nats of cross entropy); None: defaults
     fallback: float | None = None
     rollback: float | None = None
+    # SSBD's --tail-draft model: past the previous output's draft (used up or rejected) the draft model
+    # proposes, verified by exact greedy acceptance (the draft options above apply to it)
+    tail_model: bool = False
 
     @property
     def uses_draft_model(self) -> bool:
-        return self.name in DRAFT_MODEL_METHODS
+        return self.name in DRAFT_MODEL_METHODS or self.tail_model
 
     def __post_init__(self) -> None:
         if self.name == EXTERNAL:
@@ -108,6 +111,7 @@ class MethodSettings:
                 or self.draft
                 or self.fallback is not None
                 or self.rollback is not None
+                or self.tail_model
             ):
                 raise UsageError("an ingested system's outputs take no decoding options")
             return
@@ -148,6 +152,17 @@ class MethodSettings:
                 )
         elif self.agreement != 2:
             object.__setattr__(self, "agreement", 2)
+        if self.tail_model and self.name != "ssbd":
+            raise UsageError(
+                f"--tail-draft model drafts after SSBD's draft; --method {self.name} has "
+                + ("its own draft model" if self.name in DRAFT_MODEL_METHODS else "no SSBD draft")
+                + " (spec is RT with a draft model)"
+            )
+        if self.tail_model and self.target_bias:
+            raise UsageError(
+                "--target-bias-beta steers every token after the divergence, so --tail-draft model would "
+                "never be asked; choose one"
+            )
         self._check_draft_options()
         if self.name in ("rt", "spec", "bild") and (self.ending != "keep" or self.resync):
             raise UsageError(
@@ -190,8 +205,8 @@ class MethodSettings:
         if not self.uses_draft_model:
             if self.draft_max is not None or self.draft_min or self.draft_p_min:
                 raise UsageError(
-                    f"{DRAFT_OPTIONS} shape the drafts of a draft model; only --method spec and bild draft "
-                    "with one"
+                    f"{DRAFT_OPTIONS} shape the drafts of a draft model; only --method spec and bild, and "
+                    "SSBD with --tail-draft model, draft with one"
                 )
             if self.draft is not None:
                 raise UsageError(

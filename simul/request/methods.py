@@ -29,7 +29,8 @@ class Method(MethodSettings):
             return f"EXT({self.system})"
         base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
         if self.uses_draft_model:
-            base += f"({','.join(self._draft_parts('=', ''))})"
+            tail = "+tail-model" if self.tail_model else ""
+            base += f"{tail}({','.join(self._draft_parts('=', ''))})"
         if self.mask_k:
             base += f"+{self.mask}-mask{self.mask_k}"
         if self.ending != "keep":
@@ -51,6 +52,8 @@ class Method(MethodSettings):
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
         if self.uses_draft_model:
+            if self.tail_model:
+                parts.append("tailmodel")
             parts.extend(self._draft_parts("", "-"))
         if self.mask_k:
             parts.append(f"{self.mask}{self.mask_k}")
@@ -86,6 +89,8 @@ class Method(MethodSettings):
             out["draft_p_min"] = self.draft_p_min
             out["draft"] = self.draft
             out["greedy_exact"] = self.greedy_exact  # bild is not: its outputs may differ from the target's
+            if self.tail_model:
+                out["tail_model"] = True
         if self.name == "bild":
             out["fallback"] = self.fallback
             out["rollback"] = self.rollback
@@ -124,6 +129,7 @@ class Method(MethodSettings):
             draft=obj.get("draft"),
             fallback=None if obj.get("fallback") is None else float(obj["fallback"]),
             rollback=None if obj.get("rollback") is None else float(obj["rollback"]),
+            tail_model=bool(obj.get("tail_model", False)),
         )
 
 
@@ -143,6 +149,7 @@ def methods_for(
     draft_p_min: float = 0.0,
     fallback: float | None = None,
     rollback: float | None = None,
+    tail_model: bool = False,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -160,6 +167,7 @@ def methods_for(
         draft_p_min=draft_p_min,
         fallback=fallback,
         rollback=rollback,
+        tail_model=tail_model,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

@@ -10,6 +10,8 @@
     CD                  previous output, accept-all         none                           mask-k / LA-n
     spec                none                                the draft model (eager), exact  mask-k / LA-n
                                                             greedy (model_drafter.py)
+    SSBD, --tail-draft  previous output, biased rule B     the draft model (eager after   mask-k / LA-n
+    model                                                   the divergence), exact greedy
     bild                none                                the draft model (eager, falls  mask-k / LA-n
                                                             back below alpha_FB), BiLD's
                                                             rollback rule (bild.py)
@@ -75,10 +77,11 @@ def shape_of(method: MethodSettings) -> MethodShape:
                 )
             return DraftModelDrafter(vocab, method.draft_max or 1, method.draft_min, method.draft_p_min)
 
-        tails.append(model)
     if method.resync:
         resync_rule = BiasedRule(method.beta or 0.0)
         tails.append(lambda vocab: Resync(method.resync, resync_rule))
+    if method.uses_draft_model:  # after --resync's drafts (SSBD's --tail-draft model)
+        tails.append(model)
     if method.target_bias:
         target_rule = BiasedRule(method.target_bias)
         tails.append(lambda vocab: TargetBias(target_rule))
