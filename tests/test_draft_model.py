@@ -23,6 +23,8 @@ from simul.decoding.backend.vocabulary import VocabularyFacts, first_difference
 from simul.decoding.draft_model import DraftSettings
 from simul.decoding.early_exit import early_exit_copy, read_early_exit, truncate_model
 from simul.decoding.engine import Engine, EngineSettings
+from simul.metrics.families.speed import acceptance_by_position
+from simul.reports.draft_notes import draft_model_lines
 from simul.request.methods import Method
 from simul.testing.tiny_gguf import build_tiny_gguf
 from tests.claims import check_decisions
@@ -248,6 +250,43 @@ def test_spec_records_its_draft_model(pair: dict[str, Path], streams_file: Path,
     assert "draft_passes" not in rt["counts"] and "draft_seconds" not in rt["counts"]
     assert spec["counts"]["draft_passes"] == sum(s.get("draft_passes", 0) for s in steps) > 0
     assert spec["greedy_exact"] is True
+    drafts = [d for s in steps if s["method"] != "rt" for d in s["model_drafts"]]
+    counts = spec["counts"]
+    assert drafts and all(0 <= kept <= offered <= 3 for offered, kept in drafts)
+    assert (counts["model_drafts"], counts["model_drafted"], counts["model_accepted"]) == (
+        len(drafts),
+        sum(d[0] for d in drafts),
+        sum(d[1] for d in drafts),
+    )
+    assert counts["model_rejections"] == sum(1 for offered, kept in drafts if kept < offered) > 0
+    assert len(counts["acceptance_by_position"]) == max(d[0] for d in drafts)
+
+
+def test_acceptance_by_position_and_the_caption() -> None:
+    drafts = [[3, 3], [3, 1], [2, 0], [1, 1]]
+    # position 0: 4 drafts reach it, 3 keep it; 1: 3 reach, 1 keeps; 2: 2 reach, 1 keeps
+    assert acceptance_by_position(drafts) == [0.75, 0.3333, 0.5]
+    assert acceptance_by_position([]) == []
+    counts = {
+        "draft_passes": 20,
+        "draft_seconds": 0.02,
+        "model_drafted": 9,
+        "model_accepted": 5,
+        "model_rejections": 2,
+        "acceptance_by_position": acceptance_by_position(drafts),
+        "steps": 4,
+        "decode_seconds": 0.04,
+        "decode_passes": 10,
+    }
+    (line,) = draft_model_lines([{"label": "SPEC", "counts": counts, "draft_max": 3}, {"counts": {}}])
+    # alpha = 5 / (5 + 2); c_L = (0.02 / 20) / (0.04 / 10) = 0.25; Leviathan: (1 - a^4) / ((1 - a)(3 c + 1))
+    alpha = 5 / 7
+    bound = (1 - alpha**4) / ((1 - alpha) * (3 * 0.25 + 1))
+    assert line == (
+        "SPEC: 5.0 draft passes per update; 2.22 ms drafting per drafted token "
+        "(target one-token pass 4.00 ms); "
+        f"kept by draft position 0.75 0.33 0.50; Leviathan bound {bound:.2f}x (alpha 0.71, K 3, c_L 0.25)"
+    )
 
 
 def test_spec_batches_the_draft_model_under_parallel(

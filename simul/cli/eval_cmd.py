@@ -14,6 +14,7 @@ from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.reports.draft_notes import draft_model_lines
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
@@ -64,6 +65,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
                 f"{throughput['output_tokens_per_second']:.1f} output tokens/s of wall time "
                 f"({throughput['updates']} updates in {throughput['wall_seconds']:.1f} s)"
             )
+        caption_lines.extend(draft_model_lines(rows))
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {markup(comet.get('reason'))}")
         if outcome.run_dir:

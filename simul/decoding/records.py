@@ -61,6 +61,9 @@ class StepRecord:
     # were some, so that the run files of other methods keep their bytes.
     t_draft: float = 0.0
     draft_passes: int = 0
+    # and each of the draft model's drafts at this step as [tokens offered, tokens kept], in order (for the
+    # acceptance by draft position; written with draft_passes)
+    model_drafts: list[list[int]] = field(default_factory=list)
     # Long-form streams only (a whole talk, see simul.decoding.longform): ``output`` and ``display`` are then
     # the talk-level texts after this update (committed target + the open window's output or displayed part),
     # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings the update
@@ -119,7 +122,11 @@ class StepRecord:
             "decode_passes": self.decode_passes,
             **({"talk": self.talk} if self.talk is not None else {}),
             **(
-                {"t_draft": round(self.t_draft, 6), "draft_passes": self.draft_passes}
+                {
+                    "t_draft": round(self.t_draft, 6),
+                    "draft_passes": self.draft_passes,
+                    "model_drafts": self.model_drafts,
+                }
                 if self.draft_passes
                 else {}
             ),

@@ -42,6 +42,7 @@ from simul.decoding.longform.policy import WindowPolicy
 from simul.decoding.longform.talk import talk_positions_needed, talk_steps
 from simul.decoding.methods.built_in import shape_of
 from simul.decoding.methods.chain import DraftChain
+from simul.decoding.methods.model_drafter import DraftModelDrafter
 from simul.decoding.methods.protocol import DisplayView, Draft, MethodShape, Position, StepStart
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
@@ -300,6 +301,7 @@ class StreamDecoder:
             decode_passes=gen.decode_passes,
             t_draft=gen.t_draft,
             draft_passes=gen.draft_passes,
+            model_drafts=gen.model_drafts,
             drafted_by=gen.drafted_by,
             offered=gen.offered,
         )
@@ -505,11 +507,14 @@ class _Generation:
     decode_passes: int = 0
     t_draft: float = 0.0
     draft_passes: int = 0
+    model_drafts: list[list[int]] = field(default_factory=list)  # the draft model's: [offered, kept]
 
     def keep(self, draft: Draft, n: int) -> None:
         """Append the first ``n`` tokens of ``draft`` to the output."""
         self.output.extend(draft.tokens[:n])
         self.drafted_by.extend([draft.drafter] * n)
+        if draft.drafter == DraftModelDrafter.name:
+            self.model_drafts.append([len(draft.tokens), n])
 
 
 def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:

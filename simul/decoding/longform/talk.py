@@ -191,6 +191,7 @@ def _update_record(
         talk=talk,
         drafted_by=[name for r in records for name in r.drafted_by],
         offered=offered,
+        model_drafts=[draft for r in records for draft in r.model_drafts],
         **sums,
     )
 
