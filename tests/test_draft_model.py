@@ -509,3 +509,29 @@ def test_ssbd_tail_draft_model_under_parallel(
         run = json.loads((out / "run.json").read_text())
         assert run["methods"][1]["tail_model"] is True and run["methods"][1]["greedy_exact"] is True
     assert outputs["1"] == outputs["2"]
+
+
+def test_spec_on_a_talk(pair: dict[str, Path]) -> None:
+    """Long-form: the draft model's sequence starts each talk from the canonical state, and spec's talk
+    outputs are RT's (exact greedy), with its drafts recorded across the windows of each update."""
+    from simul.decoding.longform import WindowPolicy
+    from tests.test_longform_decoding import SENTENCES, make_talk
+
+    talk = make_talk("t0", SENTENCES)
+    settings = EngineSettings(
+        model=pair["target"],
+        n_ctx=1024,
+        threads=1,
+        window=WindowPolicy(8, 1),
+        draft=DraftSettings(pair["first1"]),
+    )
+    engine = Engine(settings)
+    try:
+        rt = engine.decoder(Method("rt")).decode(talk)
+        with tr.recording() as recorded:
+            spec = engine.decoder(Method("spec", draft_max=4)).decode(talk)
+    finally:
+        engine.close()
+    assert [s.output for s in spec.steps] == [s.output for s in rt.steps]
+    assert sum(len(s.model_drafts) for s in spec.steps) > 0
+    assert {(d.drafter, d.rule) for d in recorded.of_kind(tr.VERIFY)} == {("model", "exact")}
