@@ -102,10 +102,15 @@ class DraftModel:
 
 
 def load_draft(
-    settings: DraftSettings, target: LlamaBackend, target_path: Path, threads: ThreadChoice
+    settings: DraftSettings,
+    target: LlamaBackend,
+    target_path: Path,
+    threads: ThreadChoice,
+    target_gpu_layers: int | None = None,
 ) -> DraftModel:
     """Load the draft model beside ``target`` (building the early-exit copy first, once, for --draft-layers)
-    and refuse it, naming the first difference, when its vocabulary is not the target's."""
+    and refuse it, naming the first difference, when its vocabulary is not the target's. Without
+    --draft-n-gpu-layers the draft offloads as --n-gpu-layers (``target_gpu_layers``) asks."""
     settings.check()
     if settings.layers is not None:
         early: EarlyExit | None = early_exit_copy(target_path, settings.layers)
@@ -121,7 +126,7 @@ def load_draft(
         path,
         n_ctx=settings.n_ctx or target.n_ctx,
         n_threads=settings.threads or threads.threads,
-        n_gpu_layers=settings.n_gpu_layers,
+        n_gpu_layers=settings.n_gpu_layers if settings.n_gpu_layers is not None else target_gpu_layers,
         thread_choice=threads,
     )
     difference = first_difference(target, backend)

@@ -101,7 +101,9 @@ class Engine:
         self.draft: DraftModel | None = None
         if settings.draft is not None:
             try:
-                self.draft = load_draft(settings.draft, self.backend, path, self.threads)
+                self.draft = load_draft(
+                    settings.draft, self.backend, path, self.threads, settings.n_gpu_layers
+                )
             except BaseException:
                 self.backend.close()
                 raise
