@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -165,6 +166,39 @@ def test_shards_of_a_plugin_run_merge_without_it(
     run = load_run(merged)
     assert [m.key for m in run.methods] == ["plugin-exact-rt"] and len(run.complete) == 4
     assert run.run["config"]["plugins"]["plugin-exact-rt"]["options"] == {"hide": "0"}  # its default
+
+
+@pytest.mark.slow  # starting Ray and two workers takes well over 30 s on a loaded 2-core machine
+def test_ray_workers_import_the_plugin_by_its_module_path(
+    tiny_model: Path, streams_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers have the module on their path (PYTHONPATH) but not its entry point, which only this
+    process sees: they load the plug-in by the module path the method holds."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'simul[ray]')")
+    code = make_site(tmp_path / "code", {MODULE: EXAMPLE.read_text(encoding="utf-8")})
+    points = make_site(tmp_path / "points", {}, {ENTRY: TARGET}, dist="simul-example-method")
+    forget(MODULE)
+    monkeypatch.syspath_prepend(str(code))
+    monkeypatch.syspath_prepend(str(points))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (str(code), os.environ.get("PYTHONPATH")))))
+    out = tmp_path / "ray"
+    args = ("--method", ENTRY, "--method-option", "hide=1", "--threads", "1", "--n-ctx", "1024")
+    try:
+        result = runner.invoke(
+            app,
+            eval_args(
+                tiny_model, streams_file, *args, "--out", str(out), "--ray", "local", "--ray-workers", "2"
+            ),
+        )
+    finally:
+        forget(MODULE)
+    assert result.exit_code == 0, result.output
+    run = load_run(out)
+    assert run.run["status"] == STATUS_COMPLETE and len(run.run["shards"]) >= 2 and len(run.complete) == 4
+    assert run.run["config"]["plugins"][KEY]["entry_point"] == ENTRY
+    by_method = steps(out)
+    assert [s["output_ids"] for s in by_method[KEY]] == [s["output_ids"] for s in by_method["rt"]]
+    assert sum(int(s["accepted"]) for s in by_method[KEY]) > 0  # type: ignore[call-overload]
 
 
 def test_a_plugin_is_imported_by_its_module_path(example_site: Path) -> None:
