@@ -523,13 +523,20 @@ def test_a_plugin_failing_inside_a_step_keeps_the_finished_streams(
         if parallel == 1:
             assert kept.complete == ["s0", "s1"]  # the two streams before the failing one
 
-        sys.modules["faulty"].FAIL_AT_STREAM = None  # type: ignore[attr-defined]  # the plug-in is fixed
+        key = "plugin-faulty.Faulty"
+        old_sha = run["config"]["plugins"][key]["source_sha256"]
+        fixed = FAULTY.replace("FAIL_AT_STREAM = 3", "FAIL_AT_STREAM = None")
+        (site / "faulty.py").write_text(fixed, encoding="utf-8")  # the plug-in is fixed
+        forget("faulty")
         resumed = runner.invoke(app, eval_args(tiny_model, streams_file, *args, "--resume"))
         assert resumed.exit_code == 0, resumed.output
         done = load_run(out)
         assert done.run["status"] == STATUS_COMPLETE and len(done.complete) == 4
+        # the run says it failed once, and which plug-in its first streams were decoded with
+        assert done.run["failed_earlier"] == run["failure"]
+        assert done.run["plugins_earlier"][key]["source_sha256"] == old_sha
+        assert done.run["config"]["plugins"][key]["source_sha256"] != old_sha
         by_method = steps(out)
-        key = "plugin-faulty.Faulty"
         assert [s["output_ids"] for s in by_method[key]] == [s["output_ids"] for s in by_method["rt"]]
     finally:
         forget("faulty")

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,21 @@ def check_request(request: EvalRequest) -> None:
             f"choose one of {', '.join(NE_TOKENIZER_CHOICES)}"
         )
     check_plugins(request.methods)  # a plug-in simul cannot use is refused before the model loads
+
+
+def carry_over(earlier: Mapping[str, Any], run: dict[str, Any]) -> None:
+    """What a resumed run keeps of the run it continues: the failure of a method from outside simul that
+    stopped it (``failed_earlier``), and, where a plug-in was changed in between (fixed, say), the records of
+    the plug-ins its finished streams were decoded with (``plugins_earlier``; ``config.plugins`` holds this
+    process's)."""
+    failure = (
+        earlier.get("failure") if earlier.get("status") == STATUS_FAILED else earlier.get("failed_earlier")
+    )
+    if isinstance(failure, dict):
+        run["failed_earlier"] = failure
+    before = earlier.get("plugins_earlier", earlier.get("config", {}).get("plugins"))
+    if isinstance(before, dict) and before != run["config"].get("plugins", {}):
+        run["plugins_earlier"] = before  # the first records that differ, when it changed more than once
 
 
 def normalise(result: StreamResult) -> StreamResult:
@@ -351,7 +366,9 @@ class _Decoding:
         if request.out is None:
             return set()
         if request.resume and (request.out / "run.json").exists():
-            self.meter.resume(load_run_json(request.out).get("environment", {}).get("cpu_usage"))
+            earlier = load_run_json(request.out)
+            self.meter.resume(earlier.get("environment", {}).get("cpu_usage"))
+            carry_over(earlier, self.run)
             self.writer, loaded = RunWriter.resume(request.out, self.run, streams, request.methods)
             for key, rs in loaded.results.items():
                 self.results[key].extend(rs)
