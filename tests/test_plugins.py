@@ -168,6 +168,26 @@ def test_shards_of_a_plugin_run_merge_without_it(
     assert run.run["config"]["plugins"]["plugin-exact-rt"]["options"] == {"hide": "0"}  # its default
 
 
+def test_shards_decoded_by_different_plugin_code_are_not_merged(
+    tiny_model: Path, streams_file: Path, example_site: Path, tmp_path: Path
+) -> None:
+    shards = []
+    for k in (1, 2):
+        if k == 2:  # the plug-in's file changed between the shards
+            with (example_site / f"{MODULE}.py").open("a", encoding="utf-8") as handle:
+                handle.write("# changed\n")
+            forget(MODULE)
+        shard = tmp_path / f"shard{k}"
+        args = ("--method", ENTRY, "--no-baseline", *THREADS, "--shard", f"{k}/2", "--out", str(shard))
+        result = runner.invoke(app, eval_args(tiny_model, streams_file, *args))
+        assert result.exit_code == 0, result.output
+        shards.append(shard)
+    result = runner.invoke(app, ["merge", str(tmp_path / "merged"), *(str(s) for s in shards), "--quiet"])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "different config.plugins.plugin-exact-rt.source_sha256" in said, said
+
+
 @pytest.mark.slow  # starting Ray and two workers takes well over 30 s on a loaded 2-core machine
 def test_ray_workers_import_the_plugin_by_its_module_path(
     tiny_model: Path, streams_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
