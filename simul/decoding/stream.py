@@ -43,10 +43,12 @@ from simul.decoding.longform.talk import talk_positions_needed, talk_steps
 from simul.decoding.methods.built_in import shape_of
 from simul.decoding.methods.chain import DraftChain
 from simul.decoding.methods.model_drafter import DraftModelDrafter
+from simul.decoding.methods.plugins import PluginFailed, plugin_shape
 from simul.decoding.methods.protocol import DisplayView, Draft, MethodShape, Position, StepStart
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock
+from simul.request.method_settings import PLUGIN
 from simul.request.methods import Method
 from simul.request.templates import Prompt, Template
 from simul.streams.format import Stream
@@ -70,8 +72,11 @@ class StreamDecoder:
         self.backend = backend
         self.template = template
         self.method = method
-        # what the method is made of (simul.decoding.methods): the built-in one for ``method`` unless given
-        self.shape = shape if shape is not None else shape_of(method)
+        # what the method is made of (simul.decoding.methods): the built-in one for ``method`` (or the
+        # plug-in's, guarded: simul.decoding.methods.plugins) unless given
+        if shape is None:
+            shape = plugin_shape(method) if method.name == PLUGIN else shape_of(method)
+        self.shape = shape
         self.max_len_ratio = max_len_ratio
         self.max_len_slack = max_len_slack
         # Hot-path options (they do not change the algorithm, only how the forward passes are cut):
@@ -161,7 +166,14 @@ class StreamDecoder:
         return run_alone(self.stream_steps(stream, seq), seq)
 
     def stream_steps(self, stream: Stream, seq: KVSequence) -> Passes[StreamResult]:
-        """The step machine of one stream: yields the forward passes it needs, returns the result."""
+        """The step machine of one stream: yields the forward passes it needs, returns the result. A plug-in
+        method's failure names the stream (and step)."""
+        try:
+            return (yield from self._stream_steps(stream, seq))
+        except PluginFailed as exc:
+            raise exc.at(stream.id) from exc.__cause__
+
+    def _stream_steps(self, stream: Stream, seq: KVSequence) -> Passes[StreamResult]:
         if stream.longform:
             return (yield from talk_steps(self, stream, seq, self.window))
         result = StreamResult(stream_id=stream.id, method=self.method)
@@ -169,7 +181,12 @@ class StreamDecoder:
         previous: list[int] = []
         for index in range(len(stream.steps)):
             earlier = [s.output for s in result.steps]
-            record = yield from self.step_passes(stream, index, previous, seq, chain=chain, earlier=earlier)
+            try:
+                record = yield from self.step_passes(
+                    stream, index, previous, seq, chain=chain, earlier=earlier
+                )
+            except PluginFailed as exc:
+                raise exc.at(stream.id, index) from exc.__cause__
             result.steps.append(record)
             previous = record.output_ids
         return result

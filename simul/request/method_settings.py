@@ -1,6 +1,7 @@
-"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD or spec
-(speculative decoding with a draft model), with optional output or display-only mask-k, and the display
-policy (mask-k, or LocalAgreement-n)."""
+"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD, spec
+(speculative decoding with a draft model) or bild (BiLD), with optional output or display-only mask-k, the
+display policy (mask-k, or LocalAgreement-n) and SSBD's draft-model tail; or a method from outside simul
+(a plug-in: simul.request.plugin_spec) with its own options."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from simul.common.errors import UsageError
+from simul.request.plugin_spec import Options, check_entry_name, check_module_path, check_options
 
 DecodedMethod = Literal["rt", "ssbd", "cd", "spec", "bild"]  # what simul decodes
-MethodName = Literal[DecodedMethod, "ext"]
+MethodName = Literal[DecodedMethod, "ext", "plugin"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
 METHOD_NAMES: tuple[DecodedMethod, ...] = get_args(DecodedMethod)
 EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
+PLUGIN: MethodName = "plugin"  # a method from outside simul, decoded by simul (docs/methods.md)
 DisplayPolicy = Literal["mask", "local-agreement"]
 DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
@@ -60,6 +63,11 @@ class MethodSettings:
 
     ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
     with ``system`` the name given to them.
+
+    ``plugin`` is a method from outside simul (docs/methods.md): ``plugin`` is what it was asked for by (an
+    entry point's name, or ``MODULE:CLASS``), ``module`` the ``MODULE:CLASS`` every process imports, and
+    ``options`` its own options (``--method-option NAME=VALUE``, sorted by name). It takes none of the
+    built-in methods' settings.
     """
 
     name: MethodName
@@ -94,7 +102,18 @@ class MethodSettings:
     def uses_draft_model(self) -> bool:
         return self.name in DRAFT_MODEL_METHODS or self.tail_model
 
+    plugin: str | None = None
+    module: str | None = None
+    options: Options = ()
+
     def __post_init__(self) -> None:
+        if self.name == PLUGIN:
+            self._check_plugin()
+            return
+        if self.plugin is not None or self.module is not None or self.options:
+            raise UsageError(
+                f"--method-option sets a plug-in's own options, and --method {self.name} is built in: drop it"
+            )
         if self.name == EXTERNAL:
             if not self.system or not all(ch.isalnum() or ch in "._-" for ch in self.system):
                 raise UsageError(
@@ -229,4 +248,45 @@ class MethodSettings:
         if self.draft is not None and not all(ch.isalnum() for ch in self.draft):
             raise UsageError(
                 f"a draft model's name in a method key is letters and digits, got {self.draft!r}"
+            )
+
+    def _check_plugin(self) -> None:
+        if not self.plugin or not self.module:
+            raise UsageError("a plug-in method needs the name it was asked for and its MODULE:CLASS")
+        if ":" in self.plugin:
+            check_module_path(self.plugin)
+            if self.plugin != self.module:
+                raise UsageError(f"plug-in {self.plugin}: its module path must be {self.plugin}")
+        else:
+            check_entry_name(self.plugin, (*METHOD_NAMES, EXTERNAL, PLUGIN))
+        check_module_path(self.module)
+        object.__setattr__(self, "options", check_options(tuple(self.options)))
+        given = [
+            option
+            for option, on in (
+                ("--beta", self.beta is not None),
+                ("--mask-k", self.mask_k != 0),
+                ("--mask", self.mask != "display"),
+                ("--ending", self.ending != "keep"),
+                ("--resync", self.resync != 0),
+                ("--target-bias-beta", self.target_bias != 0.0),
+                ("--local-agreement", self.display != "mask" or self.agreement != 2),
+                ("a system name", self.system is not None),
+                (
+                    "--draft-max, --draft-min or --draft-p-min",
+                    self.draft_max is not None or self.draft_min != 0 or self.draft_p_min != 0.0,
+                ),
+                ("a draft model", self.draft is not None),
+                (
+                    "--bild-fallback or --bild-rollback",
+                    self.fallback is not None or self.rollback is not None,
+                ),
+                ("--tail-draft model", self.tail_model),
+            )
+            if on
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for simul's own methods; plug-in "
+                f"{self.plugin} takes its options as --method-option NAME=VALUE"
             )

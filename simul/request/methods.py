@@ -3,16 +3,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from simul.request.method_settings import (
     EXTERNAL,
+    METHOD_NAMES,
+    PLUGIN,
     DisplayPolicy,
     Ending,
     MaskMode,
     MethodName,
     MethodSettings,
+)
+from simul.request.plugin_spec import (
+    options_from_json,
+    parse_options,
+    plugin_key,
+    plugin_label,
+    resolve,
 )
 
 DEFAULT_BETA = 0.2  # SSBD's bias when none is given (the paper's)
@@ -27,6 +37,9 @@ class Method(MethodSettings):
         """A short, stable name such as ``ssbd(b=0.2)+display-mask3``."""
         if self.name == EXTERNAL:
             return f"EXT({self.system})"
+        if self.name == PLUGIN:
+            assert self.plugin is not None
+            return plugin_label(self.plugin, self.options)
         base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
         if self.uses_draft_model:
             tail = "+tail-model" if self.tail_model else ""
@@ -48,6 +61,9 @@ class Method(MethodSettings):
         """A file-name-safe identifier, unique per setting."""
         if self.name == EXTERNAL:
             return f"ext-{self.system}"
+        if self.name == PLUGIN:
+            assert self.plugin is not None
+            return plugin_key(self.plugin, self.options)
         parts: list[str] = [self.name]
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
@@ -94,6 +110,10 @@ class Method(MethodSettings):
         if self.name == "bild":
             out["fallback"] = self.fallback
             out["rollback"] = self.rollback
+        if self.name == PLUGIN:
+            out["plugin"] = self.plugin
+            out["module"] = self.module
+            out["options"] = dict(self.options)
         return out
 
     def _draft_parts(self, equals: str, dash: str) -> list[str]:
@@ -130,6 +150,9 @@ class Method(MethodSettings):
             fallback=None if obj.get("fallback") is None else float(obj["fallback"]),
             rollback=None if obj.get("rollback") is None else float(obj["rollback"]),
             tail_model=bool(obj.get("tail_model", False)),
+            plugin=obj.get("plugin"),
+            module=obj.get("module"),
+            options=options_from_json(obj.get("options")),
         )
 
 
@@ -174,3 +197,10 @@ def methods_for(
         methods.append(Method("rt"))
     methods.append(chosen)
     return methods
+
+
+def plugin_method(spec: str, options: Iterable[str] = ()) -> Method:
+    """The method of ``--method spec`` when ``spec`` is not built in: an entry point of ``simul.methods`` or
+    ``MODULE:CLASS``, with its ``--method-option NAME=VALUE`` values (simul.request.plugin_spec)."""
+    plugin, module = resolve(spec, (*METHOD_NAMES, EXTERNAL))
+    return Method(name=PLUGIN, plugin=plugin, module=module, options=parse_options(options))
