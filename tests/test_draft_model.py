@@ -361,6 +361,10 @@ def test_shards_merge_only_with_the_same_draft(
         ),
         (["--method", "bild", "--draft-layers", "1", "--fuse"], "--method bild has no such draft"),
         (["--method", "rt", "--draft-layers", "1", "--tail-draft", "model"], "drafts after SSBD's draft"),
+        (
+            ["--method", "tests.plugin:Absent", "--draft-max", "4", "--tail-draft", "model"],
+            "--draft-max, --tail-draft set simul's own methods, and --method tests.plugin:Absent",
+        ),
         (["--method", "spec", "--draft-layers", "1", "--tail-draft", "model"], "has its own draft model"),
         (
             ["--beta", "0.2", "--draft-layers", "1", "--tail-draft", "model", "--target-bias-beta", "0.5"],
