@@ -8,6 +8,7 @@ import typer
 
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
+from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.ignored import eval_method_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
@@ -128,6 +129,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     @with_scaling_options
     @with_group("request", RequestOptions)
+    @with_group("drafts", DraftOptions)
     def eval_command(
         ctx: typer.Context,
         method: Annotated[DecodedMethod, typer.Option("--method", help="Decoding method.")] = "ssbd",
@@ -163,6 +165,7 @@ def register(app: typer.Typer) -> None:
                 "output without its last --mask-k tokens (0 or unset: mask-k display).",
             ),
         ] = None,
+        tail_draft: TailDraftOpt = None,
         display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
         agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
@@ -173,10 +176,12 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
         *,
         request: RequestOptions,
+        drafts: DraftOptions,
         scale: ScalingOptions,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         n = local_agreement_n(local_agreement, display, agreement)
+        ngram = drafts.for_method(method, tail_draft)
         refuse(
             eval_method_options(
                 method,
@@ -200,6 +205,7 @@ def register(app: typer.Typer) -> None:
             target_bias_beta,
             "local-agreement" if n else "mask",
             n or 2,
+            ngram,
         )
         outcome = run_scaled(
             request.request(methods),

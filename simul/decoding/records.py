@@ -56,6 +56,9 @@ class StepRecord:
     # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
     verify_rows: int = 0
     decode_passes: int = 0
+    # forward passes over drafts (verification; CD's re-encoding of its draft); written to steps.jsonl with
+    # the drafters (``drafters_written``), else 0 when read back
+    verify_passes: int = 0
     # Long-form streams only (a whole talk, see simul.decoding.longform): ``output`` and ``display`` are then
     # the talk-level texts after this update (committed target + the open window's output or displayed part),
     # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings the update
@@ -129,6 +132,7 @@ class StepRecord:
             "drafted_by": self.drafted_by,
             "offered": self.offered,
             "drafter_chars": self.drafter_chars,
+            "verify_passes": self.verify_passes,
         }
         if self.steered:
             out["steered"] = self.steered

@@ -293,6 +293,7 @@ class StreamDecoder:
             t_verify=gen.t_verify,
             t_decode=gen.t_decode,
             verify_rows=gen.verify_rows,
+            verify_passes=gen.verify_passes,
             decode_passes=gen.decode_passes,
             drafted_by=gen.drafted_by,
             offered=gen.offered,
@@ -378,6 +379,7 @@ class StreamDecoder:
             rows = yield Eval([*head, *part], base + i0)
             gen.t_verify += clock.wall() - te
             gen.verify_rows += len(part)
+            gen.verify_passes += 1
             assert rows is not None
 
             def p(i: int, rows: Logits = rows, i0: int = i0) -> Logits:
@@ -472,6 +474,7 @@ class _Generation:
     t_verify: float = 0.0
     t_decode: float = 0.0
     verify_rows: int = 0
+    verify_passes: int = 0  # forward passes over drafts (in memory; written with the drafters)
     decode_passes: int = 0
 
     def keep(self, draft: Draft, n: int) -> None:

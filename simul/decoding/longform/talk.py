@@ -93,6 +93,7 @@ _SUMMED = (
     "t_verify",
     "t_decode",
     "verify_rows",
+    "verify_passes",
     "decode_passes",
 )
 
