@@ -13,6 +13,8 @@ speedup in the paper's sense stay those of the single-stream run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,13 +42,20 @@ from simul.request.ngram_settings import NgramDrafter
 EXTRA_METHODS = NGRAM_METHODS
 
 
+class ExtraMethod(StrEnum):
+    """A repeatable choice (typer takes no list of a Literal type)."""
+
+    lookup = "lookup"
+    ngram_cache = "ngram-cache"
+
+
 def bench_methods(
     beta: float,
     ending: Ending,
     resync: int,
     compare_options: bool,
     cd: bool,
-    extra: list[str] | None = None,
+    extra: Sequence[str] | None = None,
     tail_draft: NgramDrafter | None = None,
     drafts: DraftOptions | None = None,
 ) -> list[Method]:
@@ -93,7 +102,7 @@ def register(app: typer.Typer) -> None:
     def bench_command(
         ctx: typer.Context,
         method: Annotated[
-            list[str] | None,
+            list[ExtraMethod] | None,
             typer.Option(
                 "--method",
                 help="Also run this method (repeatable): lookup or ngram-cache, with the n-gram options.",
@@ -125,7 +134,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure decoding speed of RT, SSBD and CD (and the n-gram drafters with --method and --tail-draft)
         on the same streams, and where the time goes."""
-        methods = bench_methods(beta, ending, resync, compare_options, cd, method, tail_draft, drafts)
+        extra = [m.value for m in method or []]
+        methods = bench_methods(beta, ending, resync, compare_options, cd, extra, tail_draft, drafts)
         out, parallel = request.out, request.parallel
         if parallel_out is not None and parallel == 1:
             raise UsageError("--parallel-out needs --parallel N with N > 1")
