@@ -23,7 +23,9 @@ from simul.decoding.methods.lookup import Lookup, prompt_lookup
 from simul.decoding.methods.ngram_cache import NgramCache, cache_draft, count_ngrams, read_static
 from simul.decoding.methods.protocol import Position, StepStart
 from simul.decoding.methods.selective import DraftGate
+from simul.decoding.records import StepRecord
 from simul.decoding.stream import StreamDecoder
+from simul.reports.show import output_spans
 from simul.request.methods import Method
 from simul.request.ngram_settings import NgramDraft
 from simul.request.templates import PRESETS
@@ -193,6 +195,17 @@ def test_eval_writes_the_drafters_only_for_methods_that_have_new_ones(
     assert drafters["by_drafter"]["lookup"]["ao"] == reports["lookup"]["metrics"]["ao"]
     passes = sum(r["decode_passes"] + r["verify_passes"] for r in looked)
     assert drafters["passes_per_update"] == round(passes / len(looked), 3)
+    # simul show marks the lookup's accepted tokens, wherever they are in the output
+    marked = 0
+    for row in looked:
+        record = StepRecord.from_json({**row, "t_prompt": 0.0, "t_gen": 0.0})  # times: time_ms
+        spans = output_spans(None, record)
+        tail = "".join(s.text for s in spans if "tail" in s.kinds)
+        assert all("accepted" in s.kinds for s in spans if "tail" in s.kinds)
+        marked += bool(tail)
+        if "lookup" not in row["drafted_by"]:
+            assert not tail
+    assert marked > 0
 
 
 @pytest.mark.parametrize(
