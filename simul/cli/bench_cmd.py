@@ -132,8 +132,7 @@ def register(app: typer.Typer) -> None:
         request: RequestOptions,
         drafts: DraftOptions,
     ) -> None:
-        """Measure decoding speed of RT, SSBD and CD (and the n-gram drafters with --method and --tail-draft)
-        on the same streams, and where the time goes."""
+        """Measure decoding speed of RT, SSBD and CD on the same streams, and where the time goes."""
         extra = [m.value for m in method or []]
         methods = bench_methods(beta, ending, resync, compare_options, cd, extra, tail_draft, drafts)
         out, parallel = request.out, request.parallel
