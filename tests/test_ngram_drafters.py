@@ -25,6 +25,7 @@ from simul.decoding.methods.protocol import Position, StepStart
 from simul.decoding.methods.selective import DraftGate
 from simul.decoding.records import StepRecord
 from simul.decoding.stream import StreamDecoder
+from simul.reports.drafters import drafter_lines
 from simul.reports.show import output_spans
 from simul.request.methods import Method
 from simul.request.ngram_settings import NgramDraft
@@ -195,6 +196,8 @@ def test_eval_writes_the_drafters_only_for_methods_that_have_new_ones(
     assert drafters["by_drafter"]["lookup"]["ao"] == reports["lookup"]["metrics"]["ao"]
     passes = sum(r["decode_passes"] + r["verify_passes"] for r in looked)
     assert drafters["passes_per_update"] == round(passes / len(looked), 3)
+    lines = drafter_lines(run["methods"])  # under eval's and bench's tables: the lookup only
+    assert len(lines) == 1 and "lookup A/D" in lines[0] and "passes/update" in lines[0]
     # simul show marks the lookup's accepted tokens, wherever they are in the output
     marked = 0
     for row in looked:

@@ -15,6 +15,7 @@ from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.reports.drafters import drafter_lines
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
@@ -42,6 +43,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
             ),
             units_caption(rows),
         ]
+        caption_lines += drafter_lines(rows)
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:
                 caption_lines.append(line)
