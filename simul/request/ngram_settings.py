@@ -158,6 +158,12 @@ class NgramDraft:
             "draft_max": self.draft_max,
             "rest_after": self.rest_after,
         }
+        if self.kind == "ngram-cache":
+            # which caches drafted (docs/methods.md): the dynamic one learns within each stream only, and a
+            # static one is the file named here
+            out["caches"] = ["context", "dynamic (this stream's earlier steps)"] + (
+                ["static"] if self.cache_file is not None else []
+            )
         if self.cache_file is not None:
             out["cache_file"] = self.cache_file
             out["cache_sha256"] = self.cache_sha256
