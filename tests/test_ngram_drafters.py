@@ -15,6 +15,8 @@ from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 from typer.testing import CliRunner
 
 from simul.cli import app
+from simul.cli.bench_cmd import bench_methods
+from simul.cli.draft_options import DraftOptions
 from simul.common.errors import SimulError, UsageError
 from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
@@ -29,6 +31,7 @@ from simul.reports.drafters import drafter_lines
 from simul.reports.show import output_spans
 from simul.request.methods import Method
 from simul.request.ngram_settings import NgramDraft
+from simul.request.sweep import sweep_methods
 from simul.request.templates import PRESETS
 from tests.claims import check_decisions
 from tests.helpers import eval_args, make_streams
@@ -229,3 +232,33 @@ def test_options_a_method_ignores_are_refused(
     result = runner.invoke(app, eval_args(tiny_model, streams_file, *extra))
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split()), result.output
+
+
+def test_bench_and_sweep_take_the_n_gram_methods_and_the_tail_drafter() -> None:
+    drafts = DraftOptions(draft_max=3)
+    keys = [
+        m.key for m in bench_methods(0.2, "keep", 0, True, True, ["lookup", "ngram-cache"], "lookup", drafts)
+    ]
+    assert keys == [
+        "rt",
+        "ssbd-b0.2",
+        "ssbd-b0.2-tail-lookup-dmax3",
+        "cd",
+        "lookup-dmax3",
+        "ngram-cache-dmax3",
+    ]
+    assert [m.key for m in bench_methods(0.2, "keep", 0, False, False)] == ["rt", "ssbd-b0.2"]
+    with pytest.raises(UsageError, match="--draft-max set the n-gram drafter"):
+        bench_methods(0.2, "keep", 0, False, True, drafts=drafts)
+    with pytest.raises(UsageError, match="--ngram-cache-file is ngram-cache's static cache"):
+        bench_methods(
+            0.2, "keep", 0, False, True, ["lookup"], drafts=DraftOptions(ngram_cache_file=Path("x"))
+        )
+    tail = NgramDraft.of("ngram-cache", tail=True)
+    swept = sweep_methods([0.0, 0.2], [0, 2], ["output"], True, 0.2, [2], tail)
+    assert [m.key for m in swept if m.name == "ssbd"] == [
+        "ssbd-b0-tail-ngram-cache",
+        "ssbd-b0.2-tail-ngram-cache",
+        "ssbd-b0.2-output2-tail-ngram-cache",
+        "ssbd-b0.2-tail-ngram-cache-la2",
+    ]
