@@ -262,3 +262,23 @@ def test_bench_and_sweep_take_the_n_gram_methods_and_the_tail_drafter() -> None:
         "ssbd-b0.2-output2-tail-ngram-cache",
         "ssbd-b0.2-tail-ngram-cache-la2",
     ]
+
+
+def test_a_talk_with_a_tail_drafter_records_its_drafters_and_shows(tiny_model: Path, tmp_path: Path) -> None:
+    """A long-form stream (a whole talk): the windows' drafters, token by token, in steps.jsonl, the
+    per-drafter counts in run.json, and `simul show` reading it back (the open window's draft marked)."""
+    talk = (
+        Path(__file__).resolve().parent.parent
+        / "fixtures/streams/acl6060-dev-110-first12-en-de-longform.jsonl"
+    )
+    out = tmp_path / "talk"
+    extra = ["--threads", "2", "--limit", "1", "--tail-draft", "ngram-cache", "--no-baseline", "-o", str(out)]
+    result = runner.invoke(app, eval_args(tiny_model, talk, *extra))
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert rows and all(len(r["drafted_by"]) == len(r["output_ids"]) for r in rows)
+    assert any("ngram-cache" in r["drafted_by"] for r in rows)
+    (report,) = json.loads((out / "run.json").read_text())["methods"]
+    assert set(report["counts"]["drafters"]["by_drafter"]) == {"previous", "ngram-cache"}
+    shown = runner.invoke(app, ["show", str(out), "--stream", rows[0]["stream"]])
+    assert shown.exit_code == 0, shown.output
