@@ -282,3 +282,11 @@ def test_a_talk_with_a_tail_drafter_records_its_drafters_and_shows(tiny_model: P
     assert set(report["counts"]["drafters"]["by_drafter"]) == {"previous", "ngram-cache"}
     shown = runner.invoke(app, ["show", str(out), "--stream", rows[0]["stream"]])
     assert shown.exit_code == 0, shown.output
+
+
+def test_ngram_cache_thresholds_go_by_the_place_among_the_sizes_as_in_llama_cpp() -> None:
+    """llama.cpp's try_draft indexes its thresholds by the n-gram's place from ngram_min up: with ngram_min 2,
+    a 2-gram takes the first thresholds (lax: seen 2 times, 66 %), not the second (2 times, 50 %)."""
+    context: dict[tuple[int, ...], dict[int, int]] = {(1, 2): {3: 1, 4: 1}}  # 50 %: enough at place 1 only
+    assert cache_draft([1, 2], 1, 1, 2, context, {}, {}) == [3]  # the 2-gram is second from 1-grams: 50 %
+    assert cache_draft([1, 2], 1, 2, 2, context, {}, {}) == []  # first from 2-grams: 66 % needed

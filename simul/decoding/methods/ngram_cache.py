@@ -17,8 +17,9 @@ then the tokens already drafted): from the context cache with the lax thresholds
 with the strict ones, else from the static cache alone; it stops at the first position none of them fills,
 or at ``draft_max``. In a primary (context, dynamic) cache the longest n-gram found first: its most frequent
 next token, counts weighted by 100 times the static cache's count of the token after the last 2 tokens (1
-when the static cache has none), is drafted when the n-gram was seen often enough (``samples[n-1]`` times)
-and that token makes enough of them (``percent[n-1]``); otherwise the next shorter n-gram is tried. Ties go to
+when the static cache has none), is drafted when the n-gram was seen often enough (``samples[i]`` times, i
+its place among the sizes from ``ngram_min`` up, as in llama.cpp) and that token makes enough of them
+(``percent[i]``); otherwise the next shorter n-gram is tried. Ties go to
 the token seen first (llama.cpp's order is that of a hash map). As for ``lookup``, nothing is drafted before
 the first output token, and the gate (simul.decoding.methods.selective) decides which drafts are proposed.
 """
@@ -64,8 +65,11 @@ def _from_primary(
     static: dict[int, int],
     samples: Sequence[int],
     percent: Sequence[int],
+    ngram_min: int,
 ) -> int | None:
-    """``try_draft`` on a context or dynamic cache: ``keys`` from the shortest n-gram to the longest."""
+    """``try_draft`` on a context or dynamic cache: ``keys`` from the shortest n-gram (``ngram_min`` tokens)
+    to the longest. The thresholds are indexed as llama.cpp's are, by the n-gram's place in that list
+    (``n - ngram_min``), not by its size."""
     for key in reversed(keys):
         part = cache.get(key)
         if part is None:
@@ -76,8 +80,8 @@ def _from_primary(
             if count * weight > best_count * best_static:
                 best, best_count, best_static = token, count, weight
             total += count
-        n = len(key)
-        if total < samples[n - 1] or 100 * best_count < percent[n - 1] * total:
+        i = len(key) - ngram_min
+        if total < samples[i] or 100 * best_count < percent[i] * total:
             continue
         return best
     return None
@@ -115,9 +119,9 @@ def cache_draft(
     while len(drafted) < draft_max:
         static_part = static.get(tuple(seq[-STATIC_SIZE:])) or {}
         keys = [tuple(seq[-n:]) for n in range(ngram_min, ngram_max + 1) if n <= len(seq)]
-        token = _from_primary(context, keys, static_part, LAX_SAMPLES, LAX_PERCENT)
+        token = _from_primary(context, keys, static_part, LAX_SAMPLES, LAX_PERCENT, ngram_min)
         if token is None:
-            token = _from_primary(dynamic, keys, static_part, STRICT_SAMPLES, STRICT_PERCENT)
+            token = _from_primary(dynamic, keys, static_part, STRICT_SAMPLES, STRICT_PERCENT, ngram_min)
         if token is None:
             token = _from_static(static, tuple(seq[-STATIC_SIZE:]))
         if token is None:
