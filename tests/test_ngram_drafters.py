@@ -290,3 +290,29 @@ def test_ngram_cache_thresholds_go_by_the_place_among_the_sizes_as_in_llama_cpp(
     context: dict[tuple[int, ...], dict[int, int]] = {(1, 2): {3: 1, 4: 1}}  # 50 %: enough at place 1 only
     assert cache_draft([1, 2], 1, 1, 2, context, {}, {}) == [3]  # the 2-gram is second from 1-grams: 50 %
     assert cache_draft([1, 2], 1, 2, 2, context, {}, {}) == []  # first from 2-grams: 66 % needed
+
+
+def test_bench_runs_the_n_gram_methods_and_gives_passes_per_update(
+    tiny_model: Path, streams_file: Path
+) -> None:
+    args = [
+        "bench",
+        "--model",
+        str(tiny_model),
+        "--streams",
+        str(streams_file),
+        "--threads",
+        "2",
+        "--limit",
+        "2",
+    ]
+    args += ["--method", "lookup", "--method", "ngram-cache", "--tail-draft", "lookup", "--quiet", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = {row["key"]: row for row in json.loads(result.stdout)["methods"]}
+    assert list(rows) == ["rt", "ssbd-b0.2-tail-lookup", "cd", "lookup", "ngram-cache"]
+    assert rows["rt"]["draft_tokens_per_update"] == 0.0
+    steps = rows["rt"]["steps"]
+    assert rows["rt"]["passes_per_update"] == round(rows["rt"]["decode_passes"] / steps, 3)  # no verification
+    for key in ("ssbd-b0.2-tail-lookup", "lookup", "ngram-cache"):
+        assert rows[key]["passes_per_update"] > 0 and rows[key]["draft_tokens_per_update"] > 0

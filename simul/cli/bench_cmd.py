@@ -33,7 +33,7 @@ from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
 from simul.reports.bench import bench_json, bench_rows, bench_title, side_by_side_json
 from simul.reports.bench_tables import bench_table, side_by_side_notes, side_by_side_table
-from simul.reports.drafters import drafter_lines
+from simul.reports.drafters import drafter_lines, per_update_line
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import Ending
 from simul.request.methods import DEFAULT_BETA, Method
@@ -160,6 +160,7 @@ def register(app: typer.Typer) -> None:
         timing = TimingNotes.from_run(outcome.run)
         if not quiet:
             err_console.print(bench_table(rows, markup(bench_title(outcome), newlines=False), timing, costs))
+            err_console.print(per_update_line(rows))
             for line in drafter_lines(outcome.scored.methods_json()):
                 err_console.print(line)
             if batched is not None:

@@ -26,3 +26,17 @@ def drafter_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         parts.append(f"passes/update {figures['passes_per_update']:.1f} (one-token + verification)")
         lines.append(markup(f"{row['label']}: " + "; ".join(parts), newlines=False))
     return lines
+
+
+def per_update_line(rows: Sequence[dict[str, Any]]) -> str:
+    """`simul bench`'s line of draft tokens and forward passes per update, every method (its rows carry them:
+    simul.reports.bench.per_update)."""
+
+    def one(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    parts = [
+        f"{row['label']} {one(row.get('passes_per_update'))} / {one(row.get('draft_tokens_per_update'))}"
+        for row in rows
+    ]
+    return markup("per update, forward passes (one-token + verification) / draft tokens: " + "; ".join(parts))
