@@ -316,3 +316,22 @@ def test_bench_runs_the_n_gram_methods_and_gives_passes_per_update(
     assert rows["rt"]["passes_per_update"] == round(rows["rt"]["decode_passes"] / steps, 3)  # no verification
     for key in ("ssbd-b0.2-tail-lookup", "lookup", "ngram-cache"):
         assert rows[key]["passes_per_update"] > 0 and rows[key]["draft_tokens_per_update"] > 0
+
+
+def test_damaged_drafter_records_are_named(tmp_path: Path) -> None:
+    """A steps.jsonl line whose drafters do not match its tokens, and a run.json method whose n-gram settings
+    are not settings, are refused with the file and what is wrong."""
+    from simul.runs.schema import RecordError, check_step_record
+
+    record = StepRecord(0, "a b", False, None, 9, 0, 9, 0, 0, [1, 2], "x y", "x y", 0, "eog", 0.0, 0.0)
+    record.drafted_by, record.offered, record.drafters_written = ["lookup", ""], {"lookup": 3}, True
+    line = {**record.to_json(), "t_prompt": 0.0, "t_gen": 0.0}
+    check_step_record(line)  # as written
+    with pytest.raises(RecordError, match="names 1 drafters for 2 output tokens"):
+        check_step_record({**line, "drafted_by": ["lookup"]})
+    with pytest.raises(RecordError, match="'offered' must be an object whose every value is a whole number"):
+        check_step_record({**line, "offered": {"lookup": "3"}})
+    with pytest.raises(UsageError, match="must be an n-gram drafter's settings"):
+        Method.from_json({"name": "lookup", "ngram": "x"})
+    with pytest.raises(UsageError, match="unknown n-gram drafter"):
+        NgramDraft.from_json({**NgramDraft.of("lookup", tail=False).to_json(), "kind": "oracle"})

@@ -171,6 +171,17 @@ class NgramDraft:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> NgramDraft:
+        """The settings as run.json holds them; a usage error names what is wrong (a damaged run file)."""
+        try:
+            return cls._from_json(obj)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(
+                "the method's 'ngram' must be an n-gram drafter's settings (kind, tail, ngram_min, "
+                f"ngram_max, draft_min, draft_max): {exc!r}"
+            ) from None
+
+    @classmethod
+    def _from_json(cls, obj: dict[str, Any]) -> NgramDraft:
         draft = cls(
             kind=obj["kind"],
             tail=bool(obj["tail"]),

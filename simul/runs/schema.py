@@ -125,6 +125,13 @@ def check_step_record(obj: Mapping[str, Any]) -> None:
             continue
         if not valid(obj[name]):
             raise RecordError(f"field {name!r} must be {_kind_name(kind)}")
+    # the drafters of a method with an n-gram drafter (docs/methods.md, "What is recorded"): one per token
+    drafted_by = obj.get("drafted_by")
+    if drafted_by is not None and len(drafted_by) != len(obj.get("output_ids") or []):
+        raise RecordError(
+            f"field 'drafted_by' names {len(drafted_by)} drafters for {len(obj.get('output_ids') or [])} "
+            "output tokens"
+        )
 
 
 def step_fields(raw: bytes) -> tuple[str, str, dict[str, Any]]:
