@@ -13,7 +13,14 @@ from simul.metrics.acceptance import acceptance
 from simul.metrics.erasure import erasure, normalized_erasure, stream_erasure
 from simul.metrics.latency import finalisation_delays, laal, source_positions
 from simul.metrics.quality import corpus_bleu, corpus_chrf
-from simul.metrics.speed import max_row_cost, modelled_speedup, row_cost, speed
+from simul.metrics.speed import (
+    leviathan_speedup,
+    max_row_cost,
+    modelled_speedup,
+    modelled_speedup_with_draft,
+    row_cost,
+    speed,
+)
 from simul.metrics.tokenizers import get_tokenizer, resolve_ne_tokenizer
 
 
@@ -174,3 +181,23 @@ def test_utf8_masking_never_cuts_a_character() -> None:
     assert complete_prefix("🙂".encode()[:3]) == b""
     assert decode_text(b" Wir \xe6\x88") == "Wir"
     assert decode_text(b"\xff abc") == "\ufffd abc"
+
+
+def test_speed_model_with_a_draft_cost() -> None:
+    # a free drafter is the plain model; a draft cost adds to every draft row's cost
+    assert modelled_speedup_with_draft(0.8, 0.6, 0.2, 0.0) == pytest.approx(modelled_speedup(0.8, 0.6, 0.2))
+    assert modelled_speedup_with_draft(0.8, 0.6, 0.2, 0.5) == pytest.approx(1 / (0.4 + 0.7 * 0.6 / 0.8))
+    # a draft pass as dear as a target pass, every draft accepted: one output token per (c + d) = 1.2 passes
+    assert modelled_speedup_with_draft(1.0, 1.0, 0.2, 1.0) == pytest.approx(1 / 1.2)
+
+
+def test_leviathan_expected_improvement() -> None:
+    # the seed's example, K = 4, alpha = 0.85, c = 0.1: (1 - 0.85^5) / 0.15 = 3.709 tokens a pass (the seed
+    # rounds loosely to 4.3 and "about 3x"), over 1 + 4 * 0.1 = 1.4 passes' cost
+    assert leviathan_speedup(0.85, 4, 0.1) == pytest.approx(3.7087 / 1.4, abs=1e-3)
+    assert leviathan_speedup(1.0, 4, 0.0) == pytest.approx(5.0)
+    assert leviathan_speedup(0.0, 4, 0.25) == pytest.approx(0.5)  # every draft rejected: pure overhead
+    # the limit alpha -> 1 is continuous
+    assert leviathan_speedup(1 - 1e-9, 3, 0.2) == pytest.approx(leviathan_speedup(1.0, 3, 0.2), rel=1e-6)
+    with pytest.raises(ValueError):
+        leviathan_speedup(1.2, 4, 0.1)

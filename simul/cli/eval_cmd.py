@@ -9,7 +9,7 @@ import typer
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.draft_options import DraftOptions, TailDraftOpt
-from simul.cli.ignored import eval_method_options, refuse
+from simul.cli.ignored import eval_method_options, eval_plugin_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
@@ -19,8 +19,8 @@ from simul.reports.drafters import drafter_lines
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
-from simul.request.method_settings import DecodedMethod, DisplayPolicy, Ending, MaskMode
-from simul.request.methods import DEFAULT_BETA, methods_for
+from simul.request.method_settings import METHOD_NAMES, DisplayPolicy, Ending, MaskMode
+from simul.request.methods import DEFAULT_BETA, Method, methods_for, plugin_method
 from simul.runs.evaluation import EvalOutcome
 from simul.streams.references import references_caption
 
@@ -134,7 +134,22 @@ def register(app: typer.Typer) -> None:
     @with_group("drafts", DraftOptions)
     def eval_command(
         ctx: typer.Context,
-        method: Annotated[DecodedMethod, typer.Option("--method", help="Decoding method.")] = "ssbd",
+        method: Annotated[
+            str,
+            typer.Option(
+                "--method",
+                help=f"Decoding method: {', '.join(METHOD_NAMES)}, or a method from outside simul: the name "
+                "of an entry point of group simul.methods, or MODULE:CLASS (docs/methods.md).",
+            ),
+        ] = "ssbd",
+        method_option: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--method-option",
+                help="An option of a method from outside simul, NAME=VALUE (repeatable); recorded in "
+                "run.json and in the method's key.",
+            ),
+        ] = None,
         beta: Annotated[
             float | None,
             typer.Option("--beta", help=f"SSBD bias toward the draft, 0..1 (default {DEFAULT_BETA:g})."),
@@ -183,32 +198,52 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         n = local_agreement_n(local_agreement, display, agreement)
-        ngram = drafts.for_method(method, tail_draft)
-        refuse(
-            eval_method_options(
-                method,
-                beta=beta,
-                mask=mask,
-                mask_k=mask_k,
-                display=display or "mask",  # --agreement is refused without the old --display
-                agreement=agreement,
-                fuse=request.fuse,
-                verify_chunk=request.verify_chunk,
+        if method in METHOD_NAMES:
+            ngram = drafts.for_method(method, tail_draft)
+            if method_option:
+                raise UsageError(
+                    f"--method-option sets the options of a method from outside simul, and --method "
+                    f"{method} is built in: drop --method-option"
+                )
+            refuse(
+                eval_method_options(
+                    method,
+                    beta=beta,
+                    mask=mask,
+                    mask_k=mask_k,
+                    display=display or "mask",  # --agreement is refused without the old --display
+                    agreement=agreement,
+                    fuse=request.fuse,
+                    verify_chunk=request.verify_chunk,
+                )
             )
-        )
-        methods = methods_for(
-            method,
-            DEFAULT_BETA if beta is None else beta,
-            mask_k,
-            mask or "display",
-            baseline,
-            ending,
-            resync,
-            target_bias_beta,
-            "local-agreement" if n else "mask",
-            n or 2,
-            ngram,
-        )
+            methods = methods_for(
+                method,
+                DEFAULT_BETA if beta is None else beta,
+                mask_k,
+                mask or "display",
+                baseline,
+                ending,
+                resync,
+                target_bias_beta,
+                "local-agreement" if n else "mask",
+                n or 2,
+                ngram,
+            )
+        else:
+            given = {
+                "--beta": beta is not None,
+                "--mask-k": mask_k != 0,
+                "--mask": mask is not None,
+                "--ending": ending != "keep",
+                "--resync": resync != 0,
+                "--target-bias-beta": target_bias_beta != 0.0,
+                "--local-agreement": bool(n),
+                "--tail-draft": tail_draft is not None,
+                **dict.fromkeys(drafts.given(), True),
+            }
+            refuse(eval_plugin_options(method, given))
+            methods = [*([Method("rt")] if baseline else []), plugin_method(method, method_option or ())]
         outcome = run_scaled(
             request.request(methods),
             scale.scaling(),

@@ -100,3 +100,16 @@ def draft_options(method: str, tail_draft: str | None, given: list[str]) -> list
     elif kind == "lookup" and "--ngram-cache-file" in given:
         problems.append("--ngram-cache-file is ngram-cache's static cache, and lookup has none")
     return problems
+
+
+def eval_plugin_options(method: str, given: dict[str, bool]) -> list[str]:
+    """What `simul eval` would ignore for a method from outside simul: the built-in methods' settings
+    (``given``: each such option and whether it was given); the plug-in takes its own as --method-option."""
+    named = [option for option, on in given.items() if on]
+    if not named:
+        return []
+    return [
+        f"{', '.join(named)} {'sets' if len(named) == 1 else 'set'} simul's own methods, and "
+        f"--method {method} is a plug-in: drop {'it' if len(named) == 1 else 'them'}, and give the "
+        "plug-in's own options as --method-option NAME=VALUE"
+    ]

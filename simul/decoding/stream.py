@@ -42,10 +42,12 @@ from simul.decoding.longform.policy import WindowPolicy
 from simul.decoding.longform.talk import talk_positions_needed, talk_steps
 from simul.decoding.methods.built_in import BUILT_IN_DRAFTERS, SOURCE_DRAFTERS, shape_of
 from simul.decoding.methods.chain import DraftChain
+from simul.decoding.methods.plugins import PluginFailed, plugin_shape
 from simul.decoding.methods.protocol import DisplayView, Draft, MethodShape, Position, StepStart
 from simul.decoding.passes import Eval, Passes, run_alone
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock
+from simul.request.method_settings import PLUGIN
 from simul.request.methods import Method
 from simul.request.templates import Prompt, Template
 from simul.streams.format import Stream
@@ -69,8 +71,11 @@ class StreamDecoder:
         self.backend = backend
         self.template = template
         self.method = method
-        # what the method is made of (simul.decoding.methods): the built-in one for ``method`` unless given
-        self.shape = shape if shape is not None else shape_of(method)
+        # what the method is made of (simul.decoding.methods): the built-in one for ``method`` (or the
+        # plug-in's, guarded: simul.decoding.methods.plugins) unless given
+        if shape is None:
+            shape = plugin_shape(method) if method.name == PLUGIN else shape_of(method)
+        self.shape = shape
         self.max_len_ratio = max_len_ratio
         self.max_len_slack = max_len_slack
         # Hot-path options (they do not change the algorithm, only how the forward passes are cut):
@@ -83,11 +88,12 @@ class StreamDecoder:
         self.window = window or WindowPolicy()
         # Which drafter proposed each output token goes to steps.jsonl only for methods with a drafter other
         # than the built-in ones, so that the run files of RT, SSBD and CD (--resync and the target bias
-        # included) keep their bytes (docs/methods.md, "What is recorded"); probed on one stream's drafters.
-        names = self.new_chain().names()
-        self.writes_drafters = not set(names) <= BUILT_IN_DRAFTERS
-        # the n-gram drafters search the source: it is tokenized on its own only for them
-        self.source_drafters = bool(set(names) & SOURCE_DRAFTERS) or self.writes_drafters
+        # included) keep their bytes (docs/methods.md, "What is recorded"); the n-gram drafters search the
+        # source, tokenized on its own only for them. Both are read off the first stream's drafters
+        # (:meth:`new_chain`; no drafter is made for the probe alone: a plug-in sees only its streams').
+        self.writes_drafters = False
+        self.source_drafters = False
+        self._probed = False
 
     # -- prompt ---------------------------------------------------------------------------------------------
 
@@ -167,7 +173,14 @@ class StreamDecoder:
         return run_alone(self.stream_steps(stream, seq), seq)
 
     def stream_steps(self, stream: Stream, seq: KVSequence) -> Passes[StreamResult]:
-        """The step machine of one stream: yields the forward passes it needs, returns the result."""
+        """The step machine of one stream: yields the forward passes it needs, returns the result. A plug-in
+        method's failure names the stream (and step)."""
+        try:
+            return (yield from self._stream_steps(stream, seq))
+        except PluginFailed as exc:
+            raise exc.at(stream.id) from exc.__cause__
+
+    def _stream_steps(self, stream: Stream, seq: KVSequence) -> Passes[StreamResult]:
         if stream.longform:
             return (yield from talk_steps(self, stream, seq, self.window))
         result = StreamResult(stream_id=stream.id, method=self.method)
@@ -178,14 +191,25 @@ class StreamDecoder:
         previous: list[int] = []
         for index in range(len(stream.steps)):
             earlier = [s.output for s in result.steps]
-            record = yield from self.step_passes(stream, index, previous, seq, chain=chain, earlier=earlier)
+            try:
+                record = yield from self.step_passes(
+                    stream, index, previous, seq, chain=chain, earlier=earlier
+                )
+            except PluginFailed as exc:
+                raise exc.at(stream.id, index) from exc.__cause__
             result.steps.append(record)
             previous = record.output_ids
         return result
 
     def new_chain(self) -> DraftChain:
         """Fresh drafters for one stream (a whole talk counts as one)."""
-        return DraftChain.of(self.shape, self.backend)
+        chain = DraftChain.of(self.shape, self.backend)
+        if not self._probed:
+            names = set(chain.names())
+            self.writes_drafters = not names <= BUILT_IN_DRAFTERS
+            self.source_drafters = bool(names & SOURCE_DRAFTERS) or self.writes_drafters
+            self._probed = True
+        return chain
 
     def decode_step(
         self, stream: Stream, index: int, previous: Sequence[int], seq: KVSequence | None = None

@@ -17,6 +17,21 @@ token relative to RT is
 (a share 1 - A/O of the tokens is decoded one at a time, and A/O / A/D draft rows are verified per output
 token). c is measured per run as (verification seconds / draft rows verified) / (decoding seconds / one-token
 passes); the ideal speedup 1 / (1 - A/O) is the limit c -> 0.
+
+A drafter that costs time of its own (a draft model: issue 34) adds d, its seconds per drafted token over a
+one-token pass of the target, to every draft row:
+
+    modelled speedup = 1 / ((1 - A/O) + (c + d) * A/O / A/D)
+
+which is the model above with c + d for c (d = 0 for the previous output and the n-gram drafters). The same
+question in Leviathan et al.'s terms (Fast Inference from Transformers via Speculative Decoding, ICML 2023,
+Theorem 3.8; ../shared/seeds/001): with i.i.d. acceptance alpha per drafted token, K tokens drafted before
+each verification pass, and c_L the cost of a draft pass over a target pass, the expected walltime
+improvement is
+
+    (1 - alpha^(K + 1)) / ((1 - alpha) * (K * c_L + 1))        ((K + 1) / (K * c_L + 1) at alpha = 1)
+
+It assumes a verification pass costs one target pass, whatever its width; simul's model charges each row c.
 """
 
 from __future__ import annotations
@@ -92,6 +107,25 @@ def row_cost(
 def modelled_speedup(ad: float, ao: float, c: float) -> float:
     """1 / ((1 - A/O) + c * A/O / A/D), with A/D and A/O as fractions (A/D > 0)."""
     return 1.0 / ((1.0 - ao) + c * ao / ad)
+
+
+def modelled_speedup_with_draft(ad: float, ao: float, c: float, d: float) -> float:
+    """1 / ((1 - A/O) + (c + d) * A/O / A/D): :func:`modelled_speedup` with each drafted token costing a
+    verification row (c) and its drafting (d), both in one-token target passes; A/D and A/O as fractions."""
+    return modelled_speedup(ad, ao, c + d)
+
+
+def leviathan_speedup(alpha: float, k: int, c_draft: float) -> float:
+    """Leviathan et al. (2023), Theorem 3.8: the expected walltime improvement factor of speculative decoding
+    with acceptance rate ``alpha`` per drafted token (i.i.d.), ``k`` tokens drafted per verification pass and
+    a draft pass costing ``c_draft`` target passes:
+
+        (1 - alpha^(k + 1)) / ((1 - alpha) * (k * c_draft + 1)),    (k + 1) / (k * c_draft + 1) at alpha = 1
+    """
+    if not 0.0 <= alpha <= 1.0 or k < 1 or c_draft < 0:
+        raise ValueError(f"need 0 <= alpha <= 1, k >= 1, c_draft >= 0; got {alpha}, {k}, {c_draft}")
+    tokens = k + 1.0 if alpha == 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+    return tokens / (k * c_draft + 1.0)
 
 
 def max_row_cost(target: float, ad: float, ao: float) -> float:

@@ -1,6 +1,7 @@
 """The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD or an
 n-gram drafter's method (lookup, ngram-cache), with optional output or display-only mask-k, SSBD's tail
-drafter, and the display policy (mask-k, or LocalAgreement-n)."""
+drafter, and the display policy (mask-k, or LocalAgreement-n); or a method from outside simul (a plug-in:
+simul.request.plugin_spec) with its own options."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from typing import Literal, get_args
 
 from simul.common.errors import UsageError
 from simul.request.ngram_settings import NGRAM_DRAFTERS, NgramDraft
+from simul.request.plugin_spec import Options, check_entry_name, check_module_path, check_options
 
 DecodedMethod = Literal["rt", "ssbd", "cd", "lookup", "ngram-cache"]  # what simul decodes
-MethodName = Literal[DecodedMethod, "ext"]
+MethodName = Literal[DecodedMethod, "ext", "plugin"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
 METHOD_NAMES: tuple[DecodedMethod, ...] = get_args(DecodedMethod)
 EXTERNAL: MethodName = "ext"  # outputs of another system, brought in by `simul ingest`
+PLUGIN: MethodName = "plugin"  # a method from outside simul, decoded by simul (docs/methods.md)
 DisplayPolicy = Literal["mask", "local-agreement"]
 DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
@@ -54,6 +57,11 @@ class MethodSettings:
 
     ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
     with ``system`` the name given to them.
+
+    ``plugin`` is a method from outside simul (docs/methods.md): ``plugin`` is what it was asked for by (an
+    entry point's name, or ``MODULE:CLASS``), ``module`` the ``MODULE:CLASS`` every process imports, and
+    ``options`` its own options (``--method-option NAME=VALUE``, sorted by name). It takes none of the
+    built-in methods' settings.
     """
 
     name: MethodName
@@ -69,8 +77,18 @@ class MethodSettings:
     display: DisplayPolicy = "mask"
     agreement: int = 2
     ngram: NgramDraft | None = None
+    plugin: str | None = None
+    module: str | None = None
+    options: Options = ()
 
     def __post_init__(self) -> None:
+        if self.name == PLUGIN:
+            self._check_plugin()
+            return
+        if self.plugin is not None or self.module is not None or self.options:
+            raise UsageError(
+                f"--method-option sets a plug-in's own options, and --method {self.name} is built in: drop it"
+            )
         if self.name == EXTERNAL:
             if not self.system or not all(ch.isalnum() or ch in "._-" for ch in self.system):
                 raise UsageError(
@@ -162,4 +180,36 @@ class MethodSettings:
             raise UsageError(
                 "--target-bias-beta steers every token after the divergence, so --tail-draft would never be "
                 "asked; choose one"
+            )
+
+    def _check_plugin(self) -> None:
+        if not self.plugin or not self.module:
+            raise UsageError("a plug-in method needs the name it was asked for and its MODULE:CLASS")
+        if ":" in self.plugin:
+            check_module_path(self.plugin)
+            if self.plugin != self.module:
+                raise UsageError(f"plug-in {self.plugin}: its module path must be {self.plugin}")
+        else:
+            check_entry_name(self.plugin, (*METHOD_NAMES, EXTERNAL, PLUGIN))
+        check_module_path(self.module)
+        object.__setattr__(self, "options", check_options(tuple(self.options)))
+        given = [
+            option
+            for option, on in (
+                ("--beta", self.beta is not None),
+                ("--mask-k", self.mask_k != 0),
+                ("--mask", self.mask != "display"),
+                ("--ending", self.ending != "keep"),
+                ("--resync", self.resync != 0),
+                ("--target-bias-beta", self.target_bias != 0.0),
+                ("--local-agreement", self.display != "mask" or self.agreement != 2),
+                ("--tail-draft and the n-gram options", self.ngram is not None),
+                ("a system name", self.system is not None),
+            )
+            if on
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for simul's own methods; plug-in "
+                f"{self.plugin} takes its options as --method-option NAME=VALUE"
             )

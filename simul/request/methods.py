@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from simul.request.method_settings import (
     EXTERNAL,
+    METHOD_NAMES,
+    PLUGIN,
     DisplayPolicy,
     Ending,
     MaskMode,
@@ -15,6 +18,13 @@ from simul.request.method_settings import (
     MethodSettings,
 )
 from simul.request.ngram_settings import NGRAM_DRAFTERS, NgramDraft
+from simul.request.plugin_spec import (
+    options_from_json,
+    parse_options,
+    plugin_key,
+    plugin_label,
+    resolve,
+)
 
 DEFAULT_BETA = 0.2  # SSBD's bias when none is given (the paper's)
 
@@ -28,6 +38,9 @@ class Method(MethodSettings):
         """A short, stable name such as ``ssbd(b=0.2)+display-mask3``."""
         if self.name == EXTERNAL:
             return f"EXT({self.system})"
+        if self.name == PLUGIN:
+            assert self.plugin is not None
+            return plugin_label(self.plugin, self.options)
         if self.name in NGRAM_DRAFTERS and self.ngram is not None:
             base = self.ngram.label().upper()
         else:
@@ -51,6 +64,9 @@ class Method(MethodSettings):
         """A file-name-safe identifier, unique per setting."""
         if self.name == EXTERNAL:
             return f"ext-{self.system}"
+        if self.name == PLUGIN:
+            assert self.plugin is not None
+            return plugin_key(self.plugin, self.options)
         parts: list[str] = [self.name]
         if self.name in NGRAM_DRAFTERS and self.ngram is not None:
             parts = self.ngram.key_parts()
@@ -88,6 +104,10 @@ class Method(MethodSettings):
             out["agreement"] = self.agreement
         if self.ngram is not None:  # only when there is one, as for target_bias
             out["ngram"] = self.ngram.to_json()
+        if self.name == PLUGIN:
+            out["plugin"] = self.plugin
+            out["module"] = self.module
+            out["options"] = dict(self.options)
         return out
 
     @classmethod
@@ -104,6 +124,9 @@ class Method(MethodSettings):
             display=obj.get("display", "mask"),
             agreement=int(obj.get("agreement", 2)),
             ngram=NgramDraft.from_json(obj["ngram"]) if obj.get("ngram") is not None else None,
+            plugin=obj.get("plugin"),
+            module=obj.get("module"),
+            options=options_from_json(obj.get("options")),
         )
 
     @property
@@ -150,3 +173,10 @@ def methods_for(
         methods.append(Method("rt"))
     methods.append(chosen)
     return methods
+
+
+def plugin_method(spec: str, options: Iterable[str] = ()) -> Method:
+    """The method of ``--method spec`` when ``spec`` is not built in: an entry point of ``simul.methods`` or
+    ``MODULE:CLASS``, with its ``--method-option NAME=VALUE`` values (simul.request.plugin_spec)."""
+    plugin, module = resolve(spec, (*METHOD_NAMES, EXTERNAL))
+    return Method(name=PLUGIN, plugin=plugin, module=module, options=parse_options(options))

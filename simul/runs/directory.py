@@ -15,10 +15,11 @@ JSON is written with sorted keys and rounded floats. Wall-clock figures live apa
 are all in ``steps.jsonl`` has its timings too.
 
 ``run.json`` carries a ``status``: ``running`` while decoding, ``interrupted`` when stopped early,
-``scoring_failed`` when every stream was decoded and written but scoring failed (``scoring_error`` says how;
-`simul score RUN_DIR` finishes it), ``complete`` only once every stream of every method is written and
-scored. Nothing treats a run that is not complete as complete. One process at a time writes a run
-directory: writers hold its lock.
+``failed`` when a method from outside simul failed while decoding (``failure`` says how; the streams
+finished before are kept and `simul eval --resume` continues), ``scoring_failed`` when every stream was
+decoded and written but scoring failed (``scoring_error`` says how; `simul score RUN_DIR` finishes it),
+``complete`` only once every stream of every method is written and scored. Nothing treats a run that is not
+complete as complete. One process at a time writes a run directory: writers hold its lock.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from simul.common.hashing import sha256_file
 from simul.common.limits import STEPS, binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.decoding.records import StepRecord, StreamResult
-from simul.request.method_settings import EXTERNAL, METHOD_NAMES
+from simul.request.method_settings import EXTERNAL, METHOD_NAMES, PLUGIN
 from simul.request.methods import Method
 from simul.runs.conditions import decoding_differences
 from simul.runs.lock import writer_of
@@ -57,6 +58,7 @@ STATUS_RUNNING = "running"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_COMPLETE = "complete"
 STATUS_SCORING_FAILED = "scoring_failed"  # decoded and written, not scored: `simul score RUN_DIR` finishes it
+STATUS_FAILED = "failed"  # a plug-in method failed while decoding; the finished streams are kept (--resume)
 
 RESUME_ADVICE = "Re-run with `simul eval --resume --out DIR` to recompute what is missing"
 SCORE_ADVICE = "Every stream was decoded: finish the run with `simul score {path}` once the cause is fixed"
@@ -429,8 +431,8 @@ def _run_json_problem(run: Mapping[str, Any]) -> str | None:
         if not isinstance(config.get(key), kind):
             return f"'config' has no valid {key!r}"
     for index, method in enumerate(config["methods"]):
-        if not isinstance(method, dict) or method.get("name") not in (*METHOD_NAMES, EXTERNAL):
-            names = ", ".join((*METHOD_NAMES, EXTERNAL))
+        if not isinstance(method, dict) or method.get("name") not in (*METHOD_NAMES, EXTERNAL, PLUGIN):
+            names = ", ".join((*METHOD_NAMES, EXTERNAL, PLUGIN))
             return f"config method {index + 1} has no valid 'name' (one of {names})"
     scored = run.get("methods")
     if scored is not None:

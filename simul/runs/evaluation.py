@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.decoding.backend import ContextOverflowError
 from simul.decoding.engine import Engine, EngineSettings
+from simul.decoding.methods.plugins import PluginFailed, check_plugins, plugin_records
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock, openmp
 from simul.machine.cpu_usage import CpuMeter
@@ -28,6 +29,7 @@ from simul.runs.directory import (
     SCHEMA_VERSION,
     SCORE_ADVICE,
     STATUS_COMPLETE,
+    STATUS_FAILED,
     STATUS_INTERRUPTED,
     STATUS_SCORING_FAILED,
     RunWriter,
@@ -157,6 +159,22 @@ def check_request(request: EvalRequest) -> None:
             f"unknown --ne-tokenizer {request.ne_tokenizer!r}; "
             f"choose one of {', '.join(NE_TOKENIZER_CHOICES)}"
         )
+    check_plugins(request.methods)  # a plug-in simul cannot use is refused before the model loads
+
+
+def carry_over(earlier: Mapping[str, Any], run: dict[str, Any]) -> None:
+    """What a resumed run keeps of the run it continues: the failure of a method from outside simul that
+    stopped it (``failed_earlier``), and, where a plug-in was changed in between (fixed, say), the records of
+    the plug-ins its finished streams were decoded with (``plugins_earlier``; ``config.plugins`` holds this
+    process's)."""
+    failure = (
+        earlier.get("failure") if earlier.get("status") == STATUS_FAILED else earlier.get("failed_earlier")
+    )
+    if isinstance(failure, dict):
+        run["failed_earlier"] = failure
+    before = earlier.get("plugins_earlier", earlier.get("config", {}).get("plugins"))
+    if isinstance(before, dict) and before != run["config"].get("plugins", {}):
+        run["plugins_earlier"] = before  # the first records that differ, when it changed more than once
 
 
 def normalise(result: StreamResult) -> StreamResult:
@@ -281,6 +299,9 @@ def _run_config(
         },
         **request.extra_config,
     }
+    plugins = plugin_records(request.methods)
+    if plugins:  # where each method from outside simul came from and what it was made with
+        config["plugins"] = plugins
     if any(stream.longform for stream in every_stream):
         config["longform"] = engine.settings.window.to_json()
         config["resegment"] = request.resegment
@@ -345,7 +366,9 @@ class _Decoding:
         if request.out is None:
             return set()
         if request.resume and (request.out / "run.json").exists():
-            self.meter.resume(load_run_json(request.out).get("environment", {}).get("cpu_usage"))
+            earlier = load_run_json(request.out)
+            self.meter.resume(earlier.get("environment", {}).get("cpu_usage"))
+            carry_over(earlier, self.run)
             self.writer, loaded = RunWriter.resume(request.out, self.run, streams, request.methods)
             for key, rs in loaded.results.items():
                 self.results[key].extend(rs)
@@ -381,6 +404,8 @@ class _Decoding:
         :class:`Interrupted` with what was finished."""
         try:
             engine.run(self.todo, self.request.methods, self.on_stream, self.meter)
+        except PluginFailed as exc:
+            raise self.failed(exc) from exc
         except KeyboardInterrupt as stop:
             self.mark_stopped()
             self.run["environment"]["cpu_usage"] = self.meter.to_json()
@@ -413,6 +438,22 @@ class _Decoding:
             f"scoring failed after all {self.finished} streams were decoded: {reason}. The decoded steps are "
             f"kept in {self.writer.path} ({RUN_FILE} status {STATUS_SCORING_FAILED}); "
             + SCORE_ADVICE.format(path=self.writer.path)
+        )
+
+    def failed(self, exc: PluginFailed) -> SimulError:
+        """A method from outside simul failed while decoding: record in run.json that the run failed, and
+        how, keeping the streams finished before; the error for the user, with what to do."""
+        self.mark_stopped()
+        self.run["status"] = STATUS_FAILED
+        self.run["failure"] = {"stage": "decoding", "message": str(exc)}
+        self.run["environment"]["cpu_usage"] = self.meter.to_json()
+        self.save()
+        if self.writer is None:
+            return SimulError(f"{exc}. The run stopped after {self.finished} of {self.total} streams")
+        return SimulError(
+            f"{exc}. The run stopped: the {self.finished} of {self.total} streams finished before are kept "
+            f"in {self.writer.path} ({RUN_FILE} status {STATUS_FAILED}); fix the plug-in and continue with "
+            f"`simul eval --resume --out {self.writer.path}` (same options)"
         )
 
     def mark_stopped(self) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError, UsageError
+from simul.decoding.methods.plugins import check_plugins
 from simul.runs.directory import RUN_FILE, STATUS_COMPLETE
 from simul.runs.evaluation import EvalRequest, load_stream_set, run_evaluation
 from simul.runs.merge import MergeOutcome, merge_shards
@@ -181,6 +182,9 @@ def run_on_ray(
     """Decode every shard on Ray workers, then merge them into ``request.out``."""
     if request.shard is not None:
         raise UsageError("--ray runs every shard itself; it cannot be combined with --shard")
+    # a method from outside simul is refused here rather than on every worker; the workers import it by the
+    # module path its Method holds (the entry point resolved here), so it must be importable on every node
+    check_plugins(request.methods)
     streams = load_stream_set(request.streams_path, request.limit)
     shards = plan(streams, min(options.shard_count, len(streams)))
     temporary = request.out is None

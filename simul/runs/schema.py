@@ -292,6 +292,9 @@ def method_from_json(obj: Any, where: str) -> Method:
     for key in ("mask", "ending"):
         if key in obj and not isinstance(obj[key], str):
             raise SimulError(f"{where}: {key!r} must be a string")
+    for key in ("plugin", "module"):  # a method from outside simul (read without importing it)
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise SimulError(f"{where}: {key!r} must be a string")
     try:
         return Method.from_json(obj)
     except SimulError as exc:
