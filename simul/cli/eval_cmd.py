@@ -8,12 +8,14 @@ import typer
 
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
+from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.ignored import eval_method_options, eval_plugin_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.reports.drafters import drafter_lines
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
@@ -41,6 +43,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
             ),
             units_caption(rows),
         ]
+        caption_lines += drafter_lines(rows)
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:
                 caption_lines.append(line)
@@ -128,6 +131,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     @with_scaling_options
     @with_group("request", RequestOptions)
+    @with_group("drafts", DraftOptions)
     def eval_command(
         ctx: typer.Context,
         method: Annotated[
@@ -178,6 +182,7 @@ def register(app: typer.Typer) -> None:
                 "output without its last --mask-k tokens (0 or unset: mask-k display).",
             ),
         ] = None,
+        tail_draft: TailDraftOpt = None,
         display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
         agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
@@ -188,11 +193,13 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
         *,
         request: RequestOptions,
+        drafts: DraftOptions,
         scale: ScalingOptions,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         n = local_agreement_n(local_agreement, display, agreement)
         if method in METHOD_NAMES:
+            ngram = drafts.for_method(method, tail_draft)
             if method_option:
                 raise UsageError(
                     f"--method-option sets the options of a method from outside simul, and --method "
@@ -221,6 +228,7 @@ def register(app: typer.Typer) -> None:
                 target_bias_beta,
                 "local-agreement" if n else "mask",
                 n or 2,
+                ngram,
             )
         else:
             given = {
@@ -231,6 +239,8 @@ def register(app: typer.Typer) -> None:
                 "--resync": resync != 0,
                 "--target-bias-beta": target_bias_beta != 0.0,
                 "--local-agreement": bool(n),
+                "--tail-draft": tail_draft is not None,
+                **dict.fromkeys(drafts.given(), True),
             }
             refuse(eval_plugin_options(method, given))
             methods = [*([Method("rt")] if baseline else []), plugin_method(method, method_option or ())]
