@@ -63,6 +63,9 @@ def rollback_rule(decision: tr.Decision) -> bool:
 
 
 REFERENCE_RULES = {"biased": biased_rule, "exact": exact_rule, "rollback": rollback_rule}
+# The rule each n-gram drafter's tokens are verified by (docs/methods.md, "The n-gram drafters"): exact greedy
+# acceptance, whichever method they serve (SSBD's biased rule is the previous output's and --resync's)
+DRAFTER_RULES = {"lookup": "exact", "ngram-cache": "exact"}
 
 
 def check_decisions(recorded: tr.DecisionTrace, results: list[StreamResult]) -> Counter[str]:
@@ -77,7 +80,9 @@ def check_decisions(recorded: tr.DecisionTrace, results: list[StreamResult]) -> 
       a draft's tokens are decided in order, each after a kept one; a rejection is always followed by the
       model's own pick; a draft starts only at the step's start or after the model's own or a steered
       token, never right after another draft; the first draft's decisions are kept up to the first
-      rejection, which ends it, and the kept ones are the step's accepted tokens.
+      rejection, which ends it, and the kept ones are the step's accepted tokens;
+    * each drafter's tokens are decided by its own rule (the n-gram drafters': exact greedy, DRAFTER_RULES),
+      and no drafter has more tokens decided than it offered, nor other kept tokens than those marked its own.
     """
     seen: Counter[str] = Counter()
     for decision in recorded.decisions:
@@ -94,6 +99,7 @@ def check_decisions(recorded: tr.DecisionTrace, results: list[StreamResult]) -> 
             seen["accept-all" if decision.rule == "accept-all" else "kept without logits"] += 1
             continue
         assert decision.rule in REFERENCE_RULES, decision
+        assert DRAFTER_RULES.get(decision.drafter, decision.rule) == decision.rule, decision
         assert REFERENCE_RULES[decision.rule](decision) == decision.accepted, decision
         if decision.accepted and decision.bias == 0.0:
             assert facts.own >= facts.top, f"kept at beta 0 but not the argmax: {decision}"
@@ -135,5 +141,9 @@ def _check_step(decisions: list[tr.Decision], result: StreamResult, record: Step
     assert len(first) == record.draft_tokens or (
         len(first) == record.accepted + 1 and record.accepted < record.draft_tokens
     ), (where, len(first), record.accepted, record.draft_tokens)
+    for name, offered in record.offered.items():  # a drafter's decisions stop at its first rejection
+        decided = [d for d in decisions if d.drafter == name and d.kind == tr.VERIFY]
+        assert sum(d.accepted for d in decided) == record.drafted_by.count(name), (where, name)
+        assert len(decided) <= offered, (where, name, len(decided), offered)
     resynced = [d for d in decisions if d.drafter == "resync"]
     assert sum(d.accepted for d in resynced) == record.resync_accepted <= record.resync_drafted, where

@@ -10,6 +10,7 @@ keep it.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import re
 import typing
@@ -106,6 +107,8 @@ def annotation(option: Any) -> Any:
 
 def choices(option: Any) -> tuple[str, ...]:
     kind = annotation(option)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):  # repeatable: typer takes no list[Literal]
+        return tuple(str(member.value) for member in kind)
     return tuple(typing.get_args(kind)) if typing.get_origin(kind) is Literal else ()
 
 

@@ -345,7 +345,10 @@ def test_shards_merge_only_with_the_same_draft(
             ["--method", "spec", "--draft-layers", "1", "--draft-p-min", "1.5"],
             "--draft-p-min must be a probability",
         ),
-        (["--method", "ssbd", "--draft-max", "4"], "SSBD with --tail-draft model, draft with one"),
+        (
+            ["--method", "ssbd", "--draft-max", "4"],
+            "--draft-max sets the n-gram drafter, and --method ssbd has none",
+        ),
         (["--method", "spec", "--draft-layers", "1", "--beta", "0.2"], "drop --beta, or pass --method ssbd"),
         (["--method", "spec", "--draft-layers", "1", "--draft-model", "x.gguf"], "give the draft model once"),
         (["--method", "spec", "--draft-layers", "5"], "fewer blocks than the model's 2"),
@@ -362,8 +365,16 @@ def test_shards_merge_only_with_the_same_draft(
         (["--method", "bild", "--draft-layers", "1", "--fuse"], "--method bild has no such draft"),
         (["--method", "rt", "--draft-layers", "1", "--tail-draft", "model"], "drafts after SSBD's draft"),
         (
+            ["--method", "spec", "--draft-layers", "1", "--ngram-max", "3"],
+            "--ngram-max set(s) the n-gram drafter, and --method spec drafts with the draft model",
+        ),
+        (
+            ["--beta", "0.2", "--draft-layers", "1", "--tail-draft", "model", "--ngram-cache-file", "x.txt"],
+            "--ngram-cache-file set(s) the n-gram drafter, and --tail-draft model drafts with the draft",
+        ),
+        (
             ["--method", "tests.plugin:Absent", "--draft-max", "4", "--tail-draft", "model"],
-            "--draft-max, --tail-draft set simul's own methods, and --method tests.plugin:Absent",
+            "--tail-draft, --draft-max set simul's own methods, and --method tests.plugin:Absent",
         ),
         (["--method", "spec", "--draft-layers", "1", "--tail-draft", "model"], "has its own draft model"),
         (

@@ -13,6 +13,8 @@ speedup in the paper's sense stay those of the single-stream run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +22,9 @@ import typer
 
 from simul.cli.aliases import command_class, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
+from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.eval_cmd import EndingOpt, ResyncOpt
+from simul.cli.ignored import NGRAM_METHODS, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import NOT_FOR_BENCH, RequestOptions
 from simul.cli.running import run_side_by_side_with_progress, run_with_progress
@@ -29,19 +33,65 @@ from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
 from simul.reports.bench import bench_json, bench_rows, bench_title, side_by_side_json
 from simul.reports.bench_tables import bench_table, side_by_side_notes, side_by_side_table
+from simul.reports.drafters import drafter_lines, per_update_line
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import Ending
 from simul.request.methods import DEFAULT_BETA, Method
+from simul.request.ngram_settings import NgramDrafter
+
+# the methods `simul bench --method` adds besides RT, SSBD and CD
+EXTRA_METHODS = NGRAM_METHODS
 
 
-def bench_methods(beta: float, ending: Ending, resync: int, compare_options: bool, cd: bool) -> list[Method]:
-    """RT, SSBD (with --ending/--resync, and plain beside it with --options) and CD, each once."""
+class ExtraMethod(StrEnum):
+    """A repeatable choice (typer takes no list of a Literal type)."""
+
+    lookup = "lookup"
+    ngram_cache = "ngram-cache"
+
+
+def bench_methods(
+    beta: float,
+    ending: Ending,
+    resync: int,
+    compare_options: bool,
+    cd: bool,
+    extra: Sequence[str] | None = None,
+    tail_draft: NgramDrafter | None = None,
+    drafts: DraftOptions | None = None,
+) -> list[Method]:
+    """RT, SSBD (with --ending/--resync/--tail-draft, and plain beside it with --options), CD, and the
+    methods of ``--method`` (lookup, ngram-cache: repeatable), each once. The n-gram options (``drafts``)
+    serve every n-gram drafter of the run, each with the defaults of its use for what is not given."""
+    drafts = drafts or DraftOptions()
+    extra = list(extra or [])
+    unknown = [name for name in extra if name not in EXTRA_METHODS]
+    if unknown:
+        raise UsageError(
+            f"simul bench --method adds {' or '.join(EXTRA_METHODS)} (RT, SSBD and CD always run; --no-cd "
+            f"leaves CD out), got {', '.join(unknown)}"
+        )
+    given = drafts.given()
+    if given and not extra and tail_draft is None:
+        refuse(
+            [f"{', '.join(given)} set the n-gram drafter: pass --method lookup/ngram-cache or --tail-draft"]
+        )
+    if drafts.ngram_cache_file is not None and "ngram-cache" not in [*extra, tail_draft]:
+        refuse(
+            [
+                "--ngram-cache-file is ngram-cache's static cache: pass --method ngram-cache or --tail-draft "
+                "ngram-cache"
+            ]
+        )
+    tail = drafts.settings(tail_draft, tail=True) if tail_draft is not None else None
     methods = [Method("rt")]
     if compare_options:
         methods.append(Method("ssbd", beta=beta))
-    methods.append(Method("ssbd", beta=beta, ending=ending, resync=resync))
+    methods.append(Method("ssbd", beta=beta, ending=ending, resync=resync, ngram=tail))
     if cd:
         methods.append(Method("cd"))
+    for name in extra:
+        methods.append(Method(name, ngram=drafts.settings(name, tail=False)))  # type: ignore[arg-type]
     return list({m.key: m for m in methods}.values())
 
 
@@ -49,8 +99,17 @@ def register(app: typer.Typer) -> None:
     @app.command("bench", cls=command_class())
     @handle_errors
     @with_group("request", RequestOptions, omit=NOT_FOR_BENCH)
+    @with_group("drafts", DraftOptions)
     def bench_command(
         ctx: typer.Context,
+        method: Annotated[
+            list[ExtraMethod] | None,
+            typer.Option(
+                "--method",
+                help="Also run this method (repeatable): lookup or ngram-cache, with the n-gram options.",
+            ),
+        ] = None,
+        tail_draft: TailDraftOpt = None,
         beta: Annotated[float, typer.Option("--beta", help="SSBD bias.")] = DEFAULT_BETA,
         ending: EndingOpt = "keep",
         resync: ResyncOpt = 0,
@@ -72,9 +131,11 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
         *,
         request: RequestOptions,
+        drafts: DraftOptions,
     ) -> None:
         """Measure decoding speed of RT, SSBD and CD on the same streams, and where the time goes."""
-        methods = bench_methods(beta, ending, resync, compare_options, cd)
+        extra = [m.value for m in method or []]
+        methods = bench_methods(beta, ending, resync, compare_options, cd, extra, tail_draft, drafts)
         out, parallel = request.out, request.parallel
         if parallel_out is not None and parallel == 1:
             raise UsageError("--parallel-out needs --parallel N with N > 1")
@@ -99,6 +160,9 @@ def register(app: typer.Typer) -> None:
         timing = TimingNotes.from_run(outcome.run)
         if not quiet:
             err_console.print(bench_table(rows, markup(bench_title(outcome), newlines=False), timing, costs))
+            err_console.print(per_update_line(rows))
+            for line in drafter_lines(outcome.scored.methods_json()):
+                err_console.print(line)
             if batched is not None:
                 labels = {row["key"]: row["label"] for row in rows}
                 err_console.print(side_by_side_table(batched))

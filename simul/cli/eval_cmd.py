@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
+from simul.cli.draft_options import DraftOptions, EvalTailDraftOpt
 from simul.cli.ignored import eval_method_options, eval_plugin_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
@@ -15,11 +16,11 @@ from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.reports.draft_notes import draft_model_lines
+from simul.reports.drafters import drafter_lines
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import (
-    DEFAULT_DRAFT_MAX,
     DEFAULT_FALLBACK,
     DEFAULT_ROLLBACK,
     METHOD_NAMES,
@@ -50,6 +51,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
             ),
             units_caption(rows),
         ]
+        caption_lines += drafter_lines(rows)
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:
                 caption_lines.append(line)
@@ -138,6 +140,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     @with_scaling_options
     @with_group("request", RequestOptions)
+    @with_group("drafts", DraftOptions)
     def eval_command(
         ctx: typer.Context,
         method: Annotated[
@@ -188,19 +191,7 @@ def register(app: typer.Typer) -> None:
                 "output without its last --mask-k tokens (0 or unset: mask-k display).",
             ),
         ] = None,
-        draft_max: Annotated[
-            int | None,
-            typer.Option(
-                "--draft-max",
-                help=f"spec, bild: at most K tokens per draft (default {DEFAULT_DRAFT_MAX}; bild 10).",
-            ),
-        ] = None,
-        draft_min: Annotated[
-            int,
-            typer.Option(
-                "--draft-min", help="spec, bild: drop drafts shorter than this many tokens (0: keep all)."
-            ),
-        ] = 0,
+        tail_draft: EvalTailDraftOpt = None,
         draft_p_min: Annotated[
             float,
             typer.Option(
@@ -209,14 +200,6 @@ def register(app: typer.Typer) -> None:
                 "(llama.cpp's --draft-p-min, SpecBound's confidence bound; 0: off).",
             ),
         ] = 0.0,
-        tail_draft: Annotated[
-            Literal["model"] | None,
-            typer.Option(
-                "--tail-draft",
-                help="SSBD: once the previous output's draft is used up or rejected, draft the tail with the "
-                "draft model (--draft-model or --draft-layers), verified by exact greedy acceptance.",
-            ),
-        ] = None,
         bild_fallback: Annotated[
             float | None,
             typer.Option(
@@ -243,11 +226,15 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
         *,
         request: RequestOptions,
+        drafts: DraftOptions,
         scale: ScalingOptions,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         n = local_agreement_n(local_agreement, display, agreement)
         if method in METHOD_NAMES:
+            # --draft-max and --draft-min shape the draft model's drafts (spec, bild, --tail-draft model) or
+            # the n-gram drafter's (simul.cli.draft_options): one definition of each option serves both
+            model_draft_max, model_draft_min, ngram = drafts.split_for(method, tail_draft)
             if method_option:
                 raise UsageError(
                     f"--method-option sets the options of a method from outside simul, and --method "
@@ -276,12 +263,13 @@ def register(app: typer.Typer) -> None:
                 target_bias_beta,
                 "local-agreement" if n else "mask",
                 n or 2,
-                draft_max,
-                draft_min,
-                draft_p_min,
-                bild_fallback,
-                bild_rollback,
-                tail_draft == "model",
+                draft_max=model_draft_max,
+                draft_min=model_draft_min,
+                draft_p_min=draft_p_min,
+                fallback=bild_fallback,
+                rollback=bild_rollback,
+                tail_model=tail_draft == "model",
+                ngram=ngram,
             )
         else:
             given = {
@@ -292,12 +280,11 @@ def register(app: typer.Typer) -> None:
                 "--resync": resync != 0,
                 "--target-bias-beta": target_bias_beta != 0.0,
                 "--local-agreement": bool(n),
-                "--draft-max": draft_max is not None,
-                "--draft-min": draft_min != 0,
+                "--tail-draft": tail_draft is not None,
+                **dict.fromkeys(drafts.given(), True),
                 "--draft-p-min": draft_p_min != 0.0,
                 "--bild-fallback": bild_fallback is not None,
                 "--bild-rollback": bild_rollback is not None,
-                "--tail-draft": tail_draft is not None,
             }
             refuse(eval_plugin_options(method, given))
             methods = [*([Method("rt")] if baseline else []), plugin_method(method, method_option or ())]

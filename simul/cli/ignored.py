@@ -38,9 +38,11 @@ def eval_method_options(
             f"--beta is SSBD's bias toward its draft, and --method {method} verifies a draft model's tokens "
             "under its own rule: drop --beta, or pass --method ssbd"
         )
-    if beta is not None and method in drafts:
+    own = {"lookup": "verifies its drafts", "ngram-cache": "verifies its drafts"}
+    if beta is not None and method in {**drafts, **own}:
+        what = {**drafts, **{m: f"{v} by exact greedy acceptance" for m, v in own.items()}}[method]
         problems.append(
-            f"--beta is SSBD's bias toward its draft, and --method {method} {drafts[method]}: "
+            f"--beta is SSBD's bias toward its draft, and --method {method} {what}: "
             "drop --beta, or pass --method ssbd"
         )
     if mask is not None and mask_k == 0:
@@ -52,8 +54,11 @@ def eval_method_options(
             f"--agreement is the n of --display local-agreement, and the display is {display}: "
             "pass --local-agreement N (the new spelling of both), or drop --agreement"
         )
-    if fuse and method == "rt":
-        problems.append("--fuse evaluates the prompt and the draft in one pass, and --method rt has no draft")
+    if fuse and method in ("rt", *own):
+        problems.append(
+            f"--fuse evaluates the prompt and the draft in one pass, and --method {method} has no draft "
+            "at the start of a step"
+        )
     if fuse and method in ("spec", "bild"):
         problems.append(
             "--fuse evaluates the prompt and the previous output (the draft) in one pass, and --method "
@@ -78,6 +83,32 @@ def sweep_mask_options(
             "--mask-beta is the bias of the mask-k table (Table 4), and there is none: give --mask-k "
             "values above 0 or --local-agreement, or drop --mask-beta"
         )
+    return problems
+
+
+NGRAM_METHODS = ("lookup", "ngram-cache")
+
+
+def draft_options(method: str, tail_draft: str | None, given: list[str]) -> list[str]:
+    """What the n-gram drafter options would be ignored by: ``--tail-draft`` on a method with no draft to
+    follow (RT: that is --method lookup; CD: not verified; lookup and ngram-cache: they are the drafter), the
+    n-gram options (``given``, as spelled) with no n-gram drafter, and --ngram-cache-file with lookup."""
+    problems: list[str] = []
+    if tail_draft is not None and method != "ssbd":
+        hint = {
+            "rt": f"RT with {tail_draft} drafts is --method {tail_draft}",
+            "cd": "CD keeps its draft unverified",
+        }.get(method, f"--method {method} drafts with its own n-gram drafter")
+        problems.append(f"--tail-draft drafts after SSBD's draft: drop it or pass --method ssbd ({hint})")
+    kind = method if method in NGRAM_METHODS else tail_draft if method == "ssbd" else None
+    if kind is None and given:
+        tail = ", or --tail-draft" if method == "ssbd" else ""
+        problems.append(
+            f"{', '.join(given)} set{'s' if len(given) == 1 else ''} the n-gram drafter, and "
+            f"--method {method} has none: pass --method lookup or ngram-cache{tail}"
+        )
+    elif kind == "lookup" and "--ngram-cache-file" in given:
+        problems.append("--ngram-cache-file is ngram-cache's static cache, and lookup has none")
     return problems
 
 

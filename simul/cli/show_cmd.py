@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -17,6 +17,9 @@ from simul.reports.show import html_page, rich_text, stream_view, talk_view
 from simul.reports.talk_plot import draw_talk_cost
 from simul.runs.directory import LoadedRun, load_run, write_atomic
 from simul.streams.references import reference_lines
+
+if TYPE_CHECKING:
+    from simul.decoding.records import StreamResult
 
 
 def register(app: typer.Typer) -> None:
@@ -86,8 +89,9 @@ def register(app: typer.Typer) -> None:
         views = talk_view(source, results, first, last) if source.longform else stream_view(source, results)
         table = Table(
             title=markup(f"{stream} ({source.src}->{source.tgt})", newlines=False),
-            caption="[bold cyan]new source[/]  [underline]accepted draft[/]  [bold]newly decoded[/]  "
-            "[strike red]erased[/]  [dim]hidden by mask-k[/]"
+            caption="[bold cyan]new source[/]  [underline]accepted draft[/]  "
+            + ("[underline italic]accepted from a later drafter[/]  " if _names_drafters(results) else "")
+            + "[bold]newly decoded[/]  [strike red]erased[/]  [dim]hidden by mask-k[/]"
             + ("  [green]committed[/]  [bold magenta]┃[/] window boundary" if source.longform else ""),
             caption_justify="left",
             show_lines=True,
@@ -115,6 +119,11 @@ def register(app: typer.Typer) -> None:
             page_views = talk_view(source, results, page_first, page_last) if source.longform else None
             write_atomic(html_file, html_page(source, results, f"simul: {stream}", page_views, svg))
             err_console.print(f"wrote {visible(html_file)}", markup=False)
+
+
+def _names_drafters(results: list[StreamResult]) -> bool:
+    """Whether a method's steps name the drafter of each token (simul show then marks a later drafter's)."""
+    return any(step.drafters_written for result in results for step in result.steps)
 
 
 def _step_range(text: str | None, longform: bool, n_steps: int) -> tuple[int, int | None]:

@@ -9,12 +9,14 @@ import typer
 
 from simul.cli.aliases import command_class, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
+from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.ignored import refuse, sweep_mask_options
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.reports.drafters import drafter_lines
 from simul.reports.tables import methods_table, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import MASK_MODES
@@ -56,6 +58,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     @with_scaling_options
     @with_group("request", RequestOptions)
+    @with_group("drafts", DraftOptions)
     def sweep_command(
         ctx: typer.Context,
         beta: Annotated[
@@ -85,10 +88,12 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
+        tail_draft: TailDraftOpt = None,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
         *,
         request: RequestOptions,
+        drafts: DraftOptions,
         scale: ScalingOptions,
     ) -> None:
         """Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams."""
@@ -100,7 +105,13 @@ def register(app: typer.Typer) -> None:
         agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
         refuse(sweep_mask_options(mask, mask_beta, ks, agreements))
         mask_beta = DEFAULT_BETA if mask_beta is None else mask_beta
-        methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements)
+        given = drafts.given()
+        if given and tail_draft is None:
+            refuse(
+                [f"{', '.join(given)} set SSBD's tail drafter in a sweep: pass --tail-draft, or drop them"]
+            )
+        tail = drafts.for_method("ssbd", tail_draft)  # every SSBD row's tail drafter
+        methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements, tail)
         evaluation = request.request(methods, extra_config={"sweep": {"mask_beta": mask_beta}})
         outcome = run_scaled(evaluation, scale.scaling(), quiet, f"{len(methods)} methods")
         report_sweep(outcome, mask_beta, as_json, quiet)
@@ -145,6 +156,13 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
                 )
             )
         err_console.print(units_caption(rows))
+        tails = sorted({r["label"].split("+tail-", 1)[1] for r in rows if "+tail-" in r["label"]})
+        if tails:
+            err_console.print(
+                f"every SSBD row drafts its tail with {markup(', '.join(tails))} (--tail-draft)"
+            )
+        for line in drafter_lines(rows):
+            err_console.print(line)
         if not comet_ok:
             err_console.print(f"COMET unavailable: {markup(outcome.scored.comet.get('reason'))}")
         if shard:

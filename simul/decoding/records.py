@@ -64,6 +64,9 @@ class StepRecord:
     # and each of the draft model's drafts at this step as [tokens offered, tokens kept], in order (for the
     # acceptance by draft position; written with draft_passes)
     model_drafts: list[list[int]] = field(default_factory=list)
+    # forward passes over drafts (verification; CD's re-encoding of its draft); written to steps.jsonl with
+    # the drafters (``drafters_written``), else 0 when read back
+    verify_passes: int = 0
     # Long-form streams only (a whole talk, see simul.decoding.longform): ``output`` and ``display`` are then
     # the talk-level texts after this update (committed target + the open window's output or displayed part),
     # while ``output_ids``, ``draft_tokens``, ``accepted`` and the times cover the window decodings the update
@@ -84,11 +87,19 @@ class StepRecord:
     #   open_accepted_chars  characters of the open window's output that came from its accepted draft
     talk: dict[str, Any] | None = None
     # Which drafter proposed each output token ("" for the model's own picks; simul.decoding.methods names
-    # them: "previous", "resync", "target") and how many tokens each drafter proposed at this step. Kept in
-    # memory only: steps.jsonl does not hold them yet (its bytes stay those of runs made before drafters had
-    # names; docs/methods.md), so records read back from a run have them empty.
+    # them: "previous", "resync", "target", "lookup", "ngram-cache"), how many tokens each drafter proposed
+    # for verification at this step (``offered``) and how many steering drafts (``steered``: the target
+    # bias). steps.jsonl holds them, with ``drafter_chars`` (where each run of one drafter's tokens ends, in
+    # characters of ``output``, for `simul show`), only when ``drafters_written``: for methods with a drafter
+    # other than the built-in ones (simul.decoding.methods.built_in.BUILT_IN_DRAFTERS), so that the bytes of
+    # RT's, SSBD's and CD's run files stay those of runs made before drafters had names (docs/methods.md).
+    # Their records read back from a run have them empty; :meth:`drafter_counts` gives the same figures
+    # either way.
     drafted_by: list[str] = field(default_factory=list)
     offered: dict[str, int] = field(default_factory=dict)
+    steered: dict[str, int] = field(default_factory=dict)
+    drafters_written: bool = False
+    drafter_chars: list[int] = field(default_factory=list)
 
     @property
     def new_tokens(self) -> int:
@@ -130,7 +141,19 @@ class StepRecord:
                 if self.draft_passes
                 else {}
             ),
+            **(self._drafters_json() if self.drafters_written else {}),
         }
+
+    def _drafters_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "drafted_by": self.drafted_by,
+            "offered": self.offered,
+            "drafter_chars": self.drafter_chars,
+            "verify_passes": self.verify_passes,
+        }
+        if self.steered:
+            out["steered"] = self.steered
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> StepRecord:
@@ -142,16 +165,36 @@ class StepRecord:
         ]
         if missing:
             raise KeyError(f"missing field(s) {', '.join(missing)}")
-        return cls(**{name: obj[name] for name in fields if name in obj})
+        values = {name: obj[name] for name in fields if name in obj and name != "drafters_written"}
+        return cls(**values, drafters_written="drafted_by" in obj)
+
+    def drafter_counts(self) -> dict[str, tuple[int, int]]:
+        """Per drafter, the tokens it proposed for verification at this step and how many were kept, from
+        ``offered`` and ``drafted_by`` where the record has them written, else from the counts every record
+        has (the previous output's draft: ``draft_tokens``/``accepted``; --resync's:
+        ``resync_drafted``/``resync_accepted``). Steering drafts (the target bias) are decoding, not drafts:
+        not counted."""
+        if self.drafters_written:
+            return {name: (n, self.drafted_by.count(name)) for name, n in self.offered.items()}
+        counts: dict[str, tuple[int, int]] = {}
+        if self.draft_tokens:
+            counts["previous"] = (self.draft_tokens, self.accepted)
+        if self.resync_drafted:
+            counts["resync"] = (self.resync_drafted, self.resync_accepted)
+        return counts
 
     @property
     def drafted_total(self) -> int:
-        """Draft tokens offered for verification at this step, re-synchronised drafts included."""
+        """Draft tokens offered for verification at this step, by every drafter."""
+        if self.drafters_written:
+            return sum(self.offered.values())
         return self.draft_tokens + self.resync_drafted
 
     @property
     def accepted_total(self) -> int:
         """Output tokens that came from a verified draft rather than one-by-one decoding."""
+        if self.drafters_written:
+            return sum(kept for _, kept in self.drafter_counts().values())
         return self.accepted + self.resync_accepted
 
 

@@ -40,7 +40,7 @@ from simul.decoding.backend import ContextOverflowError, LlamaBackend, Logits
 from simul.decoding.backend.sequence import KVSequence
 from simul.decoding.longform.policy import WindowPolicy
 from simul.decoding.longform.talk import talk_positions_needed, talk_steps
-from simul.decoding.methods.built_in import shape_of
+from simul.decoding.methods.built_in import BUILT_IN_DRAFTERS, SOURCE_DRAFTERS, shape_of
 from simul.decoding.methods.chain import DraftChain
 from simul.decoding.methods.model_drafter import DraftModelDrafter
 from simul.decoding.methods.plugins import PluginFailed, plugin_shape
@@ -87,6 +87,14 @@ class StreamDecoder:
         self.verify_chunk = verify_chunk
         # How long-form streams (whole talks) are cut into windows (simul.decoding.longform).
         self.window = window or WindowPolicy()
+        # Which drafter proposed each output token goes to steps.jsonl only for methods with a drafter other
+        # than the built-in ones, so that the run files of RT, SSBD and CD (--resync and the target bias
+        # included) keep their bytes (docs/methods.md, "What is recorded"); the n-gram drafters search the
+        # source, tokenized on its own only for them. Both are read off the first stream's drafters
+        # (:meth:`new_chain`; no drafter is made for the probe alone: a plug-in sees only its streams').
+        self.writes_drafters = False
+        self.source_drafters = False
+        self._probed = False
 
     # -- prompt ---------------------------------------------------------------------------------------------
 
@@ -193,7 +201,13 @@ class StreamDecoder:
 
     def new_chain(self) -> DraftChain:
         """Fresh drafters for one stream (a whole talk counts as one)."""
-        return DraftChain.of(self.shape, self.backend)
+        chain = DraftChain.of(self.shape, self.backend)
+        if not self._probed:
+            names = set(chain.names())
+            self.writes_drafters = not names <= BUILT_IN_DRAFTERS
+            self.source_drafters = bool(names & SOURCE_DRAFTERS) or self.writes_drafters
+            self._probed = True
+        return chain
 
     def start_stream(self, stream: Stream, seq: KVSequence) -> DraftChain:
         """Start a stream on ``seq``: its drafters, fresh, and the canonical start state.
@@ -246,7 +260,8 @@ class StreamDecoder:
         gen = _Generation(max_len=max_len)
         if trace.current is not None:
             gen.where = (stream.id, index, self.method.key)
-        start = StepStart(tuple(previous), step.final, max_len, tuple(prompt))
+        source = tuple(backend.tokenize(step.source)) if self.source_drafters else ()
+        start = StepStart(tuple(previous), step.final, max_len, tuple(prompt), source=source)
         first = chain.first_draft(start)
         draft = first.tokens if first is not None else ()
         gen.ending_tokens = first.ending_tokens if first is not None else 0
@@ -274,10 +289,10 @@ class StreamDecoder:
             gen.keep(first, d)
             gen.accepted = d
             chain.kept(first, d)
+            chain.take_over(replace(start, rejected=draft[d:]))  # at every step, for drafters that learn
             if d >= gen.max_len:
                 gen.stop = "length"
             else:
-                chain.take_over(replace(start, rejected=draft[d:]))
                 yield from self._continue(row, gen, chain, seq, after_draft=True)
         t2 = clock.wall()
 
@@ -315,15 +330,32 @@ class StreamDecoder:
             t_verify=gen.t_verify,
             t_decode=gen.t_decode,
             verify_rows=gen.verify_rows,
+            verify_passes=gen.verify_passes,
             decode_passes=gen.decode_passes,
             t_draft=gen.t_draft,
             draft_passes=gen.draft_passes,
             model_drafts=gen.model_drafts,
             drafted_by=gen.drafted_by,
             offered=gen.offered,
+            steered=gen.steered,
+            drafters_written=self.writes_drafters,
+            drafter_chars=self._drafter_chars(data, text, output, gen.drafted_by)
+            if self.writes_drafters
+            else [],
         )
 
     # -- decoding primitives --------------------------------------------------------------------------------
+
+    def _drafter_chars(
+        self, data: bytes, text: str, output: Sequence[int], drafted_by: Sequence[str]
+    ) -> list[int]:
+        """Where each run of tokens from one drafter ends, in characters of the output ``text`` (as
+        ``accepted_chars`` counts them): ``simul show`` marks each drafter's part of the output."""
+        ends: list[int] = []
+        for i, name in enumerate(drafted_by):
+            if i + 1 == len(drafted_by) or drafted_by[i + 1] != name:
+                ends.append(_accepted_chars(data, self.backend.detokenize(output[: i + 1]), text))
+        return ends
 
     def _stop_reason(self, token: int) -> str | None:
         if self.backend.is_eog(token):
@@ -387,6 +419,7 @@ class StreamDecoder:
             rows = yield Eval([*head, *part], base + i0)
             gen.t_verify += clock.wall() - te
             gen.verify_rows += len(part)
+            gen.verify_passes += 1
             assert rows is not None
 
             def p(i: int, rows: Logits = rows, i0: int = i0) -> Logits:
@@ -444,7 +477,7 @@ class StreamDecoder:
                 chain.kept(proposal, int(kept))
                 if kept:
                     token, steered = wanted, proposal.drafter
-                gen.offered[proposal.drafter] = gen.offered.get(proposal.drafter, 0) + 1
+                gen.steered[proposal.drafter] = gen.steered.get(proposal.drafter, 0) + 1
             elif proposal is not None:
                 d, row = yield from self._verify(row, proposal, gen, (), seq)
                 gen.offered[proposal.drafter] = gen.offered.get(proposal.drafter, 0) + len(proposal.tokens)
@@ -514,13 +547,15 @@ class _Generation:
     where: trace.Where | None = None  # for the decision trace, only while one is recorded
     output: list[int] = field(default_factory=list)
     drafted_by: list[str] = field(default_factory=list)  # per output token, its drafter ("": the model)
-    offered: dict[str, int] = field(default_factory=dict)  # tokens each drafter proposed
+    offered: dict[str, int] = field(default_factory=dict)  # tokens each drafter proposed for verification
+    steered: dict[str, int] = field(default_factory=dict)  # steering drafts each drafter proposed
     accepted: int = 0
     stop: str = ""
     ending_tokens: int = 0
     t_verify: float = 0.0
     t_decode: float = 0.0
     verify_rows: int = 0
+    verify_passes: int = 0  # forward passes over drafts (in memory; written with the drafters)
     decode_passes: int = 0
     t_draft: float = 0.0
     draft_passes: int = 0

@@ -16,6 +16,7 @@ from simul.metrics.comet import CometScorer
 from simul.metrics.delays import stream_delays
 from simul.metrics.families.acceptance import acceptance_figures
 from simul.metrics.families.degeneracy import degeneracy_figures
+from simul.metrics.families.drafters import drafter_figures
 from simul.metrics.families.figures import Figures, RtReference, combine
 from simul.metrics.families.latency import latency_figures
 from simul.metrics.families.longform import DEFAULT_RESEGMENT, longform_figures
@@ -125,6 +126,7 @@ def method_report(
             quality_figures(results, streams, scorers.comet, whole_talks),
             stability_figures(results, ne_tokenizer),
             acceptance_figures(method, results, rt),
+            drafter_figures(results),
             speed_figures(method, results, rt),
             latency_figures(results, streams, delays),
             degeneracy_figures(delays),

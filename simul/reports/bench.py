@@ -7,6 +7,7 @@ prints them; the tables are in simul.reports.bench_tables.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,19 @@ def speed_bounds(
     return r(at_min), r(at_run), r(c_run)
 
 
+def per_update(results: Sequence[StreamResult]) -> dict[str, float | None]:
+    """Draft tokens and forward passes (one-token plus verification passes, the prompt pass left out) per
+    update, for every method (issue 33): from the step records in memory, which count verification passes
+    whatever the method (steps.jsonl holds them only for methods with a drafter beside the built-in ones)."""
+    steps = [s for r in results for s in r.steps]
+    if not steps:
+        return {"draft_tokens_per_update": None, "passes_per_update": None}
+    return {
+        "draft_tokens_per_update": round(sum(s.drafted_total for s in steps) / len(steps), 3),
+        "passes_per_update": round(sum(s.decode_passes + s.verify_passes for s in steps) / len(steps), 3),
+    }
+
+
 def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, Any]]:
     """One row per method: its metrics, SSBD's bound at the run's A/D and A/O (:func:`speed_bounds`;
     ``of_bound`` = speedup / bound), the split of update time (:func:`time_split`), the seconds and pass
@@ -107,6 +121,7 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
                 "decode_passes": counts.get("decode_passes", 0),
                 "frozen_steps": counts["frozen_steps"],
                 "steps": counts["steps"],
+                **per_update(outcome.results.get(method["key"], [])),
             }
         )
     return rows

@@ -2,8 +2,10 @@
 
 For each step: the source with the newly arrived words marked, and for every method its output with the
 accepted draft (reused) part underlined, newly decoded text in bold, text erased since the previous step
-struck through, and the tail hidden by mask-k dimmed. Works on characters, so Chinese and Japanese are
-rendered as well as languages with spaces.
+struck through, and the tail hidden by mask-k dimmed. Where the run names the drafter of each token (methods
+with a drafter beside the built-in ones, issue 33), every accepted draft token is underlined, wherever it is
+in the output, and those of a later drafter (``--resync``, lookup, ngram-cache: ``tail``) are in italics.
+Works on characters, so Chinese and Japanese are rendered as well as languages with spaces.
 """
 
 from __future__ import annotations
@@ -54,9 +56,14 @@ def output_spans(previous: StepRecord | None, record: StepRecord, unspaced: bool
     """A method's output at one step, marked as described in the module docstring."""
     out = record.output
     masked_from = len(record.display) if out.startswith(record.display) else len(out)
+    drafters = drafter_of_chars(record)
     kinds = []
     for i in range(len(out)):
-        kind = {"accepted" if i < record.accepted_chars else "new"}
+        if drafters is not None:
+            name = drafters[i]
+            kind = {"accepted" if name else "new"} | ({"tail"} if name not in ("", "previous") else set())
+        else:
+            kind = {"accepted" if i < record.accepted_chars else "new"}
         if i >= masked_from:
             kind.add("masked")
         kinds.append(frozenset(kind))
@@ -89,6 +96,22 @@ def output_spans(previous: StepRecord | None, record: StepRecord, unspaced: bool
     if not inserted:
         result.append(Span(erased, frozenset({"erased"})))
     return result
+
+
+def drafter_of_chars(record: StepRecord) -> list[str] | None:
+    """The drafter of each character of the output ("" where the model decoded it itself), from the run of
+    each drafter's tokens and where it ends (``drafter_chars``); None where the record has no drafters
+    written, or they do not fit the output (``accepted_chars`` then marks the first draft)."""
+    if not record.drafters_written or not record.drafted_by:
+        return None
+    names = [n for i, n in enumerate(record.drafted_by) if i == 0 or record.drafted_by[i - 1] != n]
+    ends = record.drafter_chars
+    if len(ends) != len(names) or ends != sorted(ends) or ends[-1] != len(record.output):
+        return None
+    chars: list[str] = []
+    for name, end in zip(names, ends, strict=True):
+        chars += [name] * (end - len(chars))
+    return chars
 
 
 @dataclass
@@ -126,6 +149,7 @@ def stream_view(stream: Stream, results: Sequence[StreamResult]) -> list[StepVie
 
 RICH_STYLE = {
     "accepted": "underline",
+    "tail": "italic",
     "new": "bold",
     "erased": "strike red",
     "masked": "dim",
@@ -154,6 +178,7 @@ th { background: #f3f3f3; }
 td.step { white-space: nowrap; color: #555; }
 .accepted { text-decoration: underline; text-decoration-color: #2a7; text-underline-offset: 3px; }
 .new { font-weight: bold; }
+.tail { font-style: italic; text-decoration-color: #27a; }
 .erased { text-decoration: line-through; color: #c22; }
 .masked { opacity: 0.4; }
 .arrived { font-weight: bold; background: #e6f3ff; }
@@ -208,7 +233,8 @@ def html_page(
 <body>
 <h1>{html.escape(title)}</h1>
 <p class="legend"><span class="arrived">newly arrived source</span>
-<span class="accepted">accepted draft</span><span class="new">newly decoded</span>
+<span class="accepted">accepted draft</span><span class="accepted tail">accepted from a later drafter</span>
+<span class="new">newly decoded</span>
 <span class="erased">erased</span><span class="masked">hidden by mask-k</span>{
         '<span class="committed">committed</span><span class="window">┃ window boundary</span>'
         if stream.longform

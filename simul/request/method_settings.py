@@ -1,7 +1,8 @@
-"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD, spec
-(speculative decoding with a draft model) or bild (BiLD), with optional output or display-only mask-k, the
-display policy (mask-k, or LocalAgreement-n) and SSBD's draft-model tail; or a method from outside simul
-(a plug-in: simul.request.plugin_spec) with its own options."""
+"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD, an
+n-gram drafter's method (lookup, ngram-cache), spec (speculative decoding with a draft model) or bild
+(BiLD), with optional output or display-only mask-k, SSBD's tail drafter (n-gram or the draft model), and
+the display policy (mask-k, or LocalAgreement-n); or a method from outside simul (a plug-in:
+simul.request.plugin_spec) with its own options."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from simul.common.errors import UsageError
+from simul.request.ngram_settings import NGRAM_DRAFTERS, NgramDraft
 from simul.request.plugin_spec import Options, check_entry_name, check_module_path, check_options
 
-DecodedMethod = Literal["rt", "ssbd", "cd", "spec", "bild"]  # what simul decodes
+DecodedMethod = Literal["rt", "ssbd", "cd", "lookup", "ngram-cache", "spec", "bild"]  # simul decodes these
 MethodName = Literal[DecodedMethod, "ext", "plugin"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
@@ -61,6 +63,10 @@ class MethodSettings:
       the replacement had been inserted before D_d. The bias ends at the first token that differs from the
       draft, or at its end. 0 turns it off.
 
+    * ``ngram``: the n-gram drafter (simul.request.ngram_settings): the only drafter of the methods
+      ``lookup`` and ``ngram-cache`` (RT with its drafts, verified by exact greedy acceptance), or SSBD's
+      tail drafter (``--tail-draft``), asked once the previous output's draft is used up or rejected.
+
     ``ext`` is not a decoder: it names the outputs of another system scored by simul (``simul ingest``),
     with ``system`` the name given to them.
 
@@ -82,6 +88,7 @@ class MethodSettings:
     # "local-agreement" (the longest common prefix of the last ``agreement`` outputs; simul.decoding.display)
     display: DisplayPolicy = "mask"
     agreement: int = 2
+    ngram: NgramDraft | None = None
     # spec (simul.decoding.methods.model_drafter): at most ``draft_max`` tokens per draft (None: the default,
     # 16), drafts shorter than ``draft_min`` dropped, drafting stopped below the draft's top-1 probability
     # ``draft_p_min`` (0: off); ``draft`` names the draft model in the method's key (DraftSettings.identity:
@@ -131,6 +138,7 @@ class MethodSettings:
                 or self.fallback is not None
                 or self.rollback is not None
                 or self.tail_model
+                or self.ngram is not None
             ):
                 raise UsageError("an ingested system's outputs take no decoding options")
             return
@@ -177,6 +185,8 @@ class MethodSettings:
                 + ("its own draft model" if self.name in DRAFT_MODEL_METHODS else "no SSBD draft")
                 + " (spec is RT with a draft model)"
             )
+        if self.tail_model and self.ngram is not None:
+            raise UsageError(f"SSBD has one tail drafter: --tail-draft model or {self.ngram.kind}, not both")
         if self.tail_model and self.target_bias:
             raise UsageError(
                 "--target-bias-beta steers every token after the divergence, so --tail-draft model would "
@@ -190,6 +200,39 @@ class MethodSettings:
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
             raise UsageError(
                 "--resync and --ending unbiased need verification; CD keeps the draft unverified"
+            )
+        self._check_ngram()
+
+    def _check_ngram(self) -> None:
+        """The n-gram drafter: the only drafter of lookup and ngram-cache, or SSBD's tail drafter."""
+        ngram = self.ngram
+        if self.name in NGRAM_DRAFTERS:
+            if ngram is None or ngram.kind != self.name or ngram.tail:
+                raise UsageError(f"--method {self.name} needs its own {self.name} settings")
+            if self.ending != "keep" or self.resync or self.target_bias:
+                raise UsageError(
+                    f"--ending, --resync and --target-bias-beta act on the previous output's draft; "
+                    f"--method {self.name} has none"
+                )
+            if self.mask == "output" and self.mask_k:
+                raise UsageError(
+                    f"--mask output shortens the previous output's draft, and --method {self.name} has none: "
+                    "drop --mask output (display-only mask-k still applies)"
+                )
+            return
+        if ngram is None:
+            return
+        if self.name != "ssbd":
+            hint = {"rt": f"RT with {ngram.kind} drafts is --method {ngram.kind}"}.get(
+                self.name, "CD keeps its draft unverified and decodes on from it"
+            )
+            raise UsageError(f"--tail-draft drafts after SSBD's draft; {hint}")
+        if not ngram.tail:
+            raise UsageError("SSBD's n-gram drafter is a tail drafter (--tail-draft)")
+        if self.target_bias:
+            raise UsageError(
+                "--target-bias-beta steers every token after the divergence, so --tail-draft would never be "
+                "asked; choose one"
             )
 
     def _check_bild_options(self) -> None:
@@ -271,6 +314,7 @@ class MethodSettings:
                 ("--resync", self.resync != 0),
                 ("--target-bias-beta", self.target_bias != 0.0),
                 ("--local-agreement", self.display != "mask" or self.agreement != 2),
+                ("--tail-draft and the n-gram options", self.ngram is not None),
                 ("a system name", self.system is not None),
                 (
                     "--draft-max, --draft-min or --draft-p-min",

@@ -17,6 +17,7 @@ from simul.request.method_settings import (
     MethodName,
     MethodSettings,
 )
+from simul.request.ngram_settings import NGRAM_DRAFTERS, NgramDraft
 from simul.request.plugin_spec import (
     options_from_json,
     parse_options,
@@ -40,7 +41,10 @@ class Method(MethodSettings):
         if self.name == PLUGIN:
             assert self.plugin is not None
             return plugin_label(self.plugin, self.options)
-        base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
+        if self.name in NGRAM_DRAFTERS and self.ngram is not None:
+            base = self.ngram.label().upper()
+        else:
+            base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
         if self.uses_draft_model:
             tail = "+tail-model" if self.tail_model else ""
             base += f"{tail}({','.join(self._draft_parts('=', ''))})"
@@ -52,6 +56,8 @@ class Method(MethodSettings):
             base += f"+resync{self.resync}"
         if self.target_bias:
             base += f"+target-bias{self.target_bias:g}"
+        if self.ngram is not None and self.ngram.tail:
+            base += f"+tail-{self.ngram.label()}"
         if self.display == "local-agreement":
             base += f"+LA{self.agreement}"
         return base
@@ -65,6 +71,8 @@ class Method(MethodSettings):
             assert self.plugin is not None
             return plugin_key(self.plugin, self.options)
         parts: list[str] = [self.name]
+        if self.name in NGRAM_DRAFTERS and self.ngram is not None:
+            parts = self.ngram.key_parts()
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
         if self.uses_draft_model:
@@ -79,6 +87,8 @@ class Method(MethodSettings):
             parts.append(f"resync{self.resync}")
         if self.target_bias:
             parts.append(f"tb{self.target_bias:g}")
+        if self.ngram is not None and self.ngram.tail:
+            parts += self.ngram.key_parts()
         if self.display == "local-agreement":
             parts.append(f"la{self.agreement}")
         return "-".join(parts)
@@ -110,6 +120,8 @@ class Method(MethodSettings):
         if self.name == "bild":
             out["fallback"] = self.fallback
             out["rollback"] = self.rollback
+        if self.ngram is not None:  # only when there is one, as for target_bias
+            out["ngram"] = self.ngram.to_json()
         if self.name == PLUGIN:
             out["plugin"] = self.plugin
             out["module"] = self.module
@@ -150,10 +162,23 @@ class Method(MethodSettings):
             fallback=None if obj.get("fallback") is None else float(obj["fallback"]),
             rollback=None if obj.get("rollback") is None else float(obj["rollback"]),
             tail_model=bool(obj.get("tail_model", False)),
+            ngram=NgramDraft.from_json(obj["ngram"]) if obj.get("ngram") is not None else None,
             plugin=obj.get("plugin"),
             module=obj.get("module"),
             options=options_from_json(obj.get("options")),
         )
+
+    @property
+    def drafters(self) -> tuple[str, ...]:
+        """The names of the drafters whose drafts are verified (simul.decoding.methods), in the order they
+        draft: the previous output (SSBD, CD), --resync's lookup, the n-gram drafter. The target bias steers
+        decoding rather than drafting, so it is not among them."""
+        names: list[str] = ["previous"] if self.name in ("ssbd", "cd") else []
+        if self.resync:
+            names.append("resync")
+        if self.ngram is not None:
+            names.append(self.ngram.kind)
+        return tuple(names)
 
 
 def methods_for(
@@ -173,6 +198,7 @@ def methods_for(
     fallback: float | None = None,
     rollback: float | None = None,
     tail_model: bool = False,
+    ngram: NgramDraft | None = None,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
     chosen = Method(
@@ -191,6 +217,7 @@ def methods_for(
         fallback=fallback,
         rollback=rollback,
         tail_model=tail_model,
+        ngram=ngram,
     )
     methods: list[Method] = []
     if baseline and chosen != Method("rt"):

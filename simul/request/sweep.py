@@ -13,6 +13,7 @@ from typing import Any
 from simul.common.errors import UsageError
 from simul.request.method_settings import MASK_MODES, MaskMode
 from simul.request.methods import Method
+from simul.request.ngram_settings import NgramDraft
 
 
 def parse_floats(text: str, option: str) -> list[float]:
@@ -50,19 +51,21 @@ def sweep_methods(
     cd: bool,
     mask_beta: float,
     agreements: Sequence[int] = (),
+    tail: NgramDraft | None = None,
 ) -> list[Method]:
     """RT; SSBD at every beta; CD if asked; SSBD(mask_beta) with every mask-k > 0 in every mask mode, and
-    with LocalAgreement-n for every n in ``agreements``."""
+    with LocalAgreement-n for every n in ``agreements``. ``tail``: every SSBD row's tail drafter
+    (``--tail-draft``), so that the tables sweep SSBD with it."""
     methods = [Method("rt")]
-    methods += [Method("ssbd", beta=b) for b in betas]
+    methods += [Method("ssbd", beta=b, ngram=tail) for b in betas]
     if cd:
         methods.append(Method("cd"))
     for mode in masks:
         for k in mask_ks:
             if k > 0:
-                methods.append(Method("ssbd", beta=mask_beta, mask_k=k, mask=mode))
+                methods.append(Method("ssbd", beta=mask_beta, mask_k=k, mask=mode, ngram=tail))
     for n in agreements:
-        methods.append(Method("ssbd", beta=mask_beta, display="local-agreement", agreement=n))
+        methods.append(Method("ssbd", beta=mask_beta, display="local-agreement", agreement=n, ngram=tail))
     seen: set[str] = set()
     unique = []
     for m in methods:

@@ -67,6 +67,9 @@ def _validator(kind: Any) -> Check:
     if kind is str:
         return lambda v: isinstance(v, str)
     origin = typing.get_origin(kind)
+    if origin is dict:
+        key, value = (_validator(k) for k in typing.get_args(kind))
+        return lambda v: isinstance(v, dict) and all(key(k) and value(x) for k, x in v.items())
     if origin is list:
         item = _validator(typing.get_args(kind)[0])
         return lambda v: isinstance(v, list) and all(item(x) for x in v)
@@ -105,6 +108,8 @@ def _kind_name(kind: Any) -> str:
         return _KIND_NAMES[kind]
     if typing.get_origin(kind) is list:
         return f"a list of {_kind_name(typing.get_args(kind)[0])}s"
+    if typing.get_origin(kind) is dict:
+        return f"an object whose every value is {_kind_name(typing.get_args(kind)[1])}"
     args = [a for a in typing.get_args(kind) if a is not type(None)]
     if len(args) == 1:
         return f"{_kind_name(args[0])} or null"
@@ -120,6 +125,13 @@ def check_step_record(obj: Mapping[str, Any]) -> None:
             continue
         if not valid(obj[name]):
             raise RecordError(f"field {name!r} must be {_kind_name(kind)}")
+    # the drafters of a method with an n-gram drafter (docs/methods.md, "What is recorded"): one per token
+    drafted_by = obj.get("drafted_by")
+    if drafted_by is not None and len(drafted_by) != len(obj.get("output_ids") or []):
+        raise RecordError(
+            f"field 'drafted_by' names {len(drafted_by)} drafters for {len(obj.get('output_ids') or [])} "
+            "output tokens"
+        )
 
 
 def step_fields(raw: bytes) -> tuple[str, str, dict[str, Any]]:

@@ -59,6 +59,8 @@ class WindowDecoder(Protocol):
     def max_len_ratio(self) -> float: ...
     @property
     def max_len_slack(self) -> int: ...
+    @property
+    def writes_drafters(self) -> bool: ...
 
     def start_prefix(self, stream: Stream) -> list[int]: ...
     def tokenize_prompt(self, prompt: Prompt) -> list[int]: ...
@@ -92,6 +94,7 @@ _SUMMED = (
     "t_verify",
     "t_decode",
     "verify_rows",
+    "verify_passes",
     "decode_passes",
     "t_draft",
     "draft_passes",
@@ -159,7 +162,9 @@ def talk_steps(
             "prompt_tokens": max((r.prompt_tokens for r in records), default=0),
             "open_accepted_chars": open_accepted,
         }
-        result.steps.append(_update_record(index, step, records, output, display, talk))
+        record = _update_record(index, step, records, output, display, talk)
+        record.drafters_written = decoder.writes_drafters
+        result.steps.append(record)
         previous_output = output
     return result
 
@@ -175,9 +180,12 @@ def _update_record(
     sums: dict[str, Any] = {name: sum(getattr(r, name) for r in records) for name in _SUMMED}
     ids = [token for r in records for token in r.output_ids]
     offered: dict[str, int] = {}
+    steered: dict[str, int] = {}
     for r in records:
         for drafter, n in r.offered.items():
             offered[drafter] = offered.get(drafter, 0) + n
+        for drafter, n in r.steered.items():
+            steered[drafter] = steered.get(drafter, 0) + n
     return StepRecord(
         step=index,
         source=step.source,
@@ -189,9 +197,12 @@ def _update_record(
         display=output if step.final else display,
         stop=records[-1].stop if records else "",
         talk=talk,
+        # the windows' drafters, token by token (``drafter_chars`` stays empty: the talk-level output is not
+        # the windows' outputs one after another, so `simul show` marks only the open window's draft)
         drafted_by=[name for r in records for name in r.drafted_by],
         offered=offered,
         model_drafts=[draft for r in records for draft in r.model_drafts],
+        steered=steered,
         **sums,
     )
 

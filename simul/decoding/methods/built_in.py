@@ -8,6 +8,8 @@
                                                             --target-bias-beta B: steer
                                                             toward it, biased rule B
     CD                  previous output, accept-all         none                           mask-k / LA-n
+    lookup              none                                prompt lookup, exact greedy    mask-k / LA-n
+    ngram-cache         none                                n-gram cache, exact greedy     mask-k / LA-n
     spec                none                                the draft model (eager), exact  mask-k / LA-n
                                                             greedy (model_drafter.py)
     SSBD, --tail-draft  previous output, biased rule B     the draft model (eager after   mask-k / LA-n
@@ -16,16 +18,21 @@
                                                             back below alpha_FB), BiLD's
                                                             rollback rule (bild.py)
 
-Output mask-k and ``--ending reopen`` shorten the previous-output draft.
+Output mask-k and ``--ending reopen`` shorten the previous-output draft. SSBD's ``--tail-draft lookup`` or
+``ngram-cache`` adds that drafter after ``--resync``'s, under exact greedy acceptance.
 """
 
 from __future__ import annotations
 
-from simul.common.errors import UsageError
+from pathlib import Path
+
+from simul.common.errors import SimulError, UsageError
 from simul.decoding.methods.bild import RollbackRule
 from simul.decoding.methods.display import AgreementDisplay, MaskDisplay
 from simul.decoding.methods.drafters import PreviousOutput, Resync, TargetBias
+from simul.decoding.methods.lookup import Lookup
 from simul.decoding.methods.model_drafter import DraftModelDrafter, StopVocabulary
+from simul.decoding.methods.ngram_cache import Counts, NgramCache, read_static
 from simul.decoding.methods.protocol import (
     AcceptanceRule,
     DisplayPolicy,
@@ -36,6 +43,13 @@ from simul.decoding.methods.protocol import (
 )
 from simul.decoding.methods.rules import ACCEPT_ALL, BiasedRule
 from simul.request.method_settings import METHOD_NAMES, MethodSettings
+from simul.request.ngram_settings import NgramDraft
+
+# The drafters of RT, SSBD and CD (with --resync and the target bias): which drafter proposed each token is
+# written to steps.jsonl only for methods with another one (docs/methods.md, "What is recorded").
+BUILT_IN_DRAFTERS = frozenset({"previous", "resync", "target"})
+# the drafters that search the step's source (StepStart.source is tokenized for them)
+SOURCE_DRAFTERS = frozenset({"lookup", "ngram-cache"})
 
 
 def shape_of(method: MethodSettings) -> MethodShape:
@@ -85,9 +99,35 @@ def shape_of(method: MethodSettings) -> MethodShape:
     if method.target_bias:
         target_rule = BiasedRule(method.target_bias)
         tails.append(lambda vocab: TargetBias(target_rule))
+    if method.ngram is not None:
+        tails.append(ngram_drafter(method.ngram))
     display: DisplayPolicy = (
         AgreementDisplay(method.agreement)
         if method.display == "local-agreement"
         else MaskDisplay(method.mask_k)
     )
     return MethodShape(first, tuple(tails), display)
+
+
+def ngram_drafter(settings: NgramDraft) -> DrafterFactory:
+    """The factory of an n-gram drafter. A static cache file is read once, when the first stream asks for
+    it, and shared by every stream (it never changes, so no stream's result depends on another's)."""
+    if settings.kind == "lookup":
+        return lambda vocab: Lookup(settings)
+    built: dict[int, Counts] = {}  # by vocabulary (one model per decoder)
+
+    def make(vocab: Vocabulary) -> Drafter:
+        static: Counts | None = None
+        if settings.cache_file is not None and settings.cache_sha256 is not None:
+            if id(vocab) not in built:
+                # a text file is tokenized by the model (the decoder's vocabulary is its backend)
+                tokenize = getattr(vocab, "tokenize", None)
+                if tokenize is None:
+                    raise SimulError(
+                        "an n-gram cache file needs the model's tokenizer; this vocabulary has none"
+                    )
+                built[id(vocab)] = read_static(Path(settings.cache_file), settings.cache_sha256, tokenize)
+            static = built[id(vocab)]
+        return NgramCache(settings, static)
+
+    return make

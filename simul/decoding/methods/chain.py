@@ -33,6 +33,10 @@ class DraftChain:
         first = shape.first(vocab) if shape.first is not None else None
         return cls(first, [make(vocab) for make in shape.tails])
 
+    def names(self) -> list[str]:
+        """The names of the drafters, the first one first."""
+        return [d.name for d in ([self.first] if self.first is not None else []) + list(self.tails)]
+
     def first_draft(self, step: StepStart) -> Draft | None:
         """The draft at position 0 of the step (it may be empty and still report ``ending_tokens``)."""
         if self.first is None:

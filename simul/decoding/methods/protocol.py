@@ -107,7 +107,8 @@ class StepStart:
     the first step), ``final`` whether the source is complete, ``room`` the step's output length cap,
     ``prompt`` its prompt tokens (the source among them). ``rejected`` is given to the drafters after the
     first: what was left of the step's first draft from its first rejected token on (empty when there was no
-    draft or all of it was kept).
+    draft or all of it was kept). ``source`` is the step's source text (the open window's, for a whole talk)
+    tokenized on its own, without special tokens (version 1 gained it with the n-gram drafters).
     """
 
     previous: tuple[int, ...]
@@ -115,6 +116,7 @@ class StepStart:
     room: int
     prompt: tuple[int, ...]
     rejected: tuple[int, ...] = ()
+    source: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ given twice). simul.metrics.compute puts them together into a method's report.
 Modules: ``figures`` (what a family gives, the RT reference, rounding), ``acceptance`` (A/D, A/O, ideal
 speedup, agreement with RT), ``speed`` (TPS, speedups, efficiency, the row cost c, update times),
 ``stability`` (normalized erasure), ``quality`` (BLEU, chrF, COMET), ``latency`` (LAAL, AL, DAL, YAAL and
-their computation-aware forms), ``degeneracy`` (SWF, EFSW, DSPTV) and ``longform`` (the talk cost, and quality
-and latency of whole talks re-segmented onto their reference segments).
+their computation-aware forms), ``degeneracy`` (SWF, EFSW, DSPTV), ``longform`` (the talk cost, and quality
+and latency of whole talks re-segmented onto their reference segments) and ``drafters`` (A/D and A/O per
+drafter, draft tokens and passes per update, for methods whose steps name their drafters).
 """
