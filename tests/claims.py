@@ -6,7 +6,9 @@ simul.decoding.methods.rules:
 * ``biased`` (SPEC "Decoding one stream"): keep D_i while D_i = argmax of
   p' = (1 - beta) softmax(p_i) + beta onehot(D_i), ties keeping it;
 * ``exact`` (SPEC "Speculative baselines"): keep D_i while D_i = argmax p_i, ties keeping it;
-* ``accept-all`` (CD): keep every token, reading no logits.
+* ``accept-all`` (CD): keep every token, reading no logits;
+* ``rollback`` (BiLD, Kim et al. 2023, section 3.4): keep D_i while its cross entropy under p_i,
+  -log softmax(p_i)[D_i], is at most alpha_RB (recorded as the decision's bias).
 """
 
 from __future__ import annotations
@@ -48,7 +50,19 @@ def exact_rule(decision: tr.Decision) -> bool:
     return facts.own >= facts.top
 
 
-REFERENCE_RULES = {"biased": biased_rule, "exact": exact_rule}
+def rollback_rule(decision: tr.Decision) -> bool:
+    """Is ``decision.token``'s cross entropy under its own row at most alpha_RB (``decision.bias``)?"""
+    facts = decision.row
+    assert facts is not None
+    if facts.logits is not None:
+        logits = facts.logits.astype(np.float64)
+        top = logits.max()
+        lse = top + np.log(np.exp(logits - top).sum())
+        return bool(lse - logits[decision.token] <= decision.bias)
+    return facts.logsumexp - facts.own <= decision.bias
+
+
+REFERENCE_RULES = {"biased": biased_rule, "exact": exact_rule, "rollback": rollback_rule}
 # The rule each n-gram drafter's tokens are verified by (docs/methods.md, "The n-gram drafters"): exact greedy
 # acceptance, whichever method they serve (SSBD's biased rule is the previous output's and --resync's)
 DRAFTER_RULES = {"lookup": "exact", "ngram-cache": "exact"}

@@ -82,6 +82,11 @@ COMMANDS = (
         "streams_cmd",
         "Build stream files (FLORES, ACL 60/60, recognizer partials) and inspect them.",
     ),
+    LazyCommand(
+        "models",
+        "models_cmd",
+        "Work on model files: write an early-exit copy of a model to draft with.",
+    ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 

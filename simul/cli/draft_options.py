@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -20,6 +20,18 @@ TailDraftOpt = Annotated[
         "--tail-draft",
         help="SSBD: once the previous output's draft is used up or rejected, draft the tail with this "
         "n-gram drafter, verified by exact greedy acceptance (--resync's drafts are asked first).",
+    ),
+]
+# `simul eval`'s: the n-gram drafters, or the draft model (--draft-model, --draft-layers; issue 34)
+TailDraft = Literal["lookup", "ngram-cache", "model"]
+DRAFT_MODEL_METHODS = ("spec", "bild")  # the methods whose --draft-max/--draft-min are the draft model's
+EvalTailDraftOpt = Annotated[
+    TailDraft | None,
+    typer.Option(
+        "--tail-draft",
+        help="SSBD: once the previous output's draft is used up or rejected, draft the tail with this "
+        "n-gram drafter, or with the draft model (model: --draft-model or --draft-layers), verified by exact "
+        "greedy acceptance (--resync's drafts are asked first).",
     ),
 ]
 
@@ -48,7 +60,7 @@ class DraftOptions:
         typer.Option(
             "--draft-min",
             help="Drop n-gram drafts shorter than this (llama.cpp's --draft-min; default 0, and 2 after "
-            "SSBD's draft).",
+            "SSBD's draft); with a draft model (spec, bild, --tail-draft model), its drafts (default 0).",
         ),
     ] = None
     draft_max: Annotated[
@@ -56,7 +68,8 @@ class DraftOptions:
         typer.Option(
             "--draft-max",
             help="Longest n-gram draft (lookup: num_pred_tokens, default 10; ngram-cache: 16; 4 after "
-            "SSBD's draft).",
+            "SSBD's draft); with a draft model, its drafts (spec and --tail-draft model: 16, llama.cpp's; "
+            "bild: 10).",
         ),
     ] = None
     ngram_cache_file: Annotated[
@@ -86,6 +99,28 @@ class DraftOptions:
         return NgramDraft.of(
             kind, tail, self.ngram_min, self.ngram_max, self.draft_min, self.draft_max, cache_file=cache
         )
+
+    def split_for(
+        self, method: str, tail_draft: TailDraft | None
+    ) -> tuple[int | None, int, NgramDraft | None]:
+        """--draft-max and --draft-min for the draft model (spec, bild, SSBD's --tail-draft model: the n-gram
+        options are then refused), else the n-gram drafter's settings (:meth:`for_method`)."""
+        if method in DRAFT_MODEL_METHODS or tail_draft == "model":
+            ngram_only = [name for name in self.given() if name not in ("--draft-max", "--draft-min")]
+            what = f"--method {method}" if tail_draft != "model" else "--tail-draft model"
+            problems = []
+            if ngram_only:
+                problems.append(
+                    f"{', '.join(ngram_only)} set(s) the n-gram drafter, and {what} drafts with the draft "
+                    "model: drop them"
+                )
+            if tail_draft is not None and tail_draft != "model":
+                problems.append(
+                    f"--tail-draft drafts after SSBD's draft, and {what} drafts with a draft model"
+                )
+            refuse(problems)
+            return self.draft_max, self.draft_min or 0, None
+        return None, 0, self.for_method(method, tail_draft)
 
     def for_method(self, method: str, tail_draft: NgramDrafter | None) -> NgramDraft | None:
         """The n-gram drafter of ``--method method [--tail-draft tail_draft]``: the method's own (lookup,

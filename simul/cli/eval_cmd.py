@@ -8,18 +8,26 @@ import typer
 
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
-from simul.cli.draft_options import DraftOptions, TailDraftOpt
+from simul.cli.draft_options import DraftOptions, EvalTailDraftOpt
 from simul.cli.ignored import eval_method_options, eval_plugin_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
-from simul.request.method_settings import METHOD_NAMES, DisplayPolicy, Ending, MaskMode
+from simul.request.method_settings import (
+    DEFAULT_FALLBACK,
+    DEFAULT_ROLLBACK,
+    METHOD_NAMES,
+    DisplayPolicy,
+    Ending,
+    MaskMode,
+)
 from simul.request.methods import DEFAULT_BETA, Method, methods_for, plugin_method
 from simul.runs.evaluation import EvalOutcome
 from simul.streams.references import references_caption
@@ -59,6 +67,7 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
                 f"{throughput['output_tokens_per_second']:.1f} output tokens/s of wall time "
                 f"({throughput['updates']} updates in {throughput['wall_seconds']:.1f} s)"
             )
+        caption_lines.extend(draft_model_lines(rows))
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {markup(comet.get('reason'))}")
         if outcome.run_dir:
@@ -182,7 +191,31 @@ def register(app: typer.Typer) -> None:
                 "output without its last --mask-k tokens (0 or unset: mask-k display).",
             ),
         ] = None,
-        tail_draft: TailDraftOpt = None,
+        tail_draft: EvalTailDraftOpt = None,
+        draft_p_min: Annotated[
+            float,
+            typer.Option(
+                "--draft-p-min",
+                help="spec: stop drafting before a token the draft model gives a probability below P "
+                "(llama.cpp's --draft-p-min, SpecBound's confidence bound; 0: off).",
+            ),
+        ] = 0.0,
+        bild_fallback: Annotated[
+            float | None,
+            typer.Option(
+                "--bild-fallback",
+                help=f"bild: the draft hands over below this top-1 probability (BiLD's alpha_FB; default "
+                f"{DEFAULT_FALLBACK:g}).",
+            ),
+        ] = None,
+        bild_rollback: Annotated[
+            float | None,
+            typer.Option(
+                "--bild-rollback",
+                help="bild: the target rolls back a draft token whose cross entropy under it exceeds this "
+                f"(nats; BiLD's alpha_RB; default {DEFAULT_ROLLBACK:g}).",
+            ),
+        ] = None,
         display: Annotated[DisplayPolicy | None, typer.Option("--display", hidden=True)] = None,
         agreement: Annotated[int | None, typer.Option("--agreement", hidden=True)] = None,
         baseline: Annotated[
@@ -199,7 +232,9 @@ def register(app: typer.Typer) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
         n = local_agreement_n(local_agreement, display, agreement)
         if method in METHOD_NAMES:
-            ngram = drafts.for_method(method, tail_draft)
+            # --draft-max and --draft-min shape the draft model's drafts (spec, bild, --tail-draft model) or
+            # the n-gram drafter's (simul.cli.draft_options): one definition of each option serves both
+            model_draft_max, model_draft_min, ngram = drafts.split_for(method, tail_draft)
             if method_option:
                 raise UsageError(
                     f"--method-option sets the options of a method from outside simul, and --method "
@@ -228,7 +263,13 @@ def register(app: typer.Typer) -> None:
                 target_bias_beta,
                 "local-agreement" if n else "mask",
                 n or 2,
-                ngram,
+                draft_max=model_draft_max,
+                draft_min=model_draft_min,
+                draft_p_min=draft_p_min,
+                fallback=bild_fallback,
+                rollback=bild_rollback,
+                tail_model=tail_draft == "model",
+                ngram=ngram,
             )
         else:
             given = {
@@ -241,6 +282,9 @@ def register(app: typer.Typer) -> None:
                 "--local-agreement": bool(n),
                 "--tail-draft": tail_draft is not None,
                 **dict.fromkeys(drafts.given(), True),
+                "--draft-p-min": draft_p_min != 0.0,
+                "--bild-fallback": bild_fallback is not None,
+                "--bild-rollback": bild_rollback is not None,
             }
             refuse(eval_plugin_options(method, given))
             methods = [*([Method("rt")] if baseline else []), plugin_method(method, method_option or ())]

@@ -33,6 +33,11 @@ def eval_method_options(
     --display and --agreement, now --local-agreement N), fusing or chunking a verification that never runs."""
     problems: list[str] = []
     drafts = {"rt": "has no draft", "cd": "keeps its draft unverified"}
+    if beta is not None and method in ("spec", "bild"):
+        problems.append(
+            f"--beta is SSBD's bias toward its draft, and --method {method} verifies a draft model's tokens "
+            "under its own rule: drop --beta, or pass --method ssbd"
+        )
     own = {"lookup": "verifies its drafts", "ngram-cache": "verifies its drafts"}
     if beta is not None and method in {**drafts, **own}:
         what = {**drafts, **{m: f"{v} by exact greedy acceptance" for m, v in own.items()}}[method]
@@ -53,6 +58,11 @@ def eval_method_options(
         problems.append(
             f"--fuse evaluates the prompt and the draft in one pass, and --method {method} has no draft "
             "at the start of a step"
+        )
+    if fuse and method in ("spec", "bild"):
+        problems.append(
+            "--fuse evaluates the prompt and the previous output (the draft) in one pass, and --method "
+            f"{method} has no such draft (its draft model drafts after the target's first token)"
         )
     if verify_chunk > 0 and method in drafts:
         problems.append(f"--verify-chunk cuts SSBD's verification, and --method {method} {drafts[method]}")

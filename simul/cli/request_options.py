@@ -26,7 +26,9 @@ from simul.cli.common import (
 )
 from simul.cli.running import engine_settings
 from simul.cli.scoring_options import RequireCometOpt, ResegmentOpt
+from simul.common.errors import UsageError
 from simul.common.paths import default_streams_file
+from simul.decoding.draft_model import DraftSettings
 from simul.decoding.engine import EngineSettings
 from simul.decoding.longform import WindowPolicy
 from simul.metrics.comet import DEFAULT_COMET_MODEL, NO_COMET
@@ -115,6 +117,37 @@ class RequestOptions:
             "are then batched; throughput is reported). 1 keeps single-stream decoding.",
         ),
     ] = 1
+    draft_model: Annotated[
+        Path | None,
+        typer.Option(
+            "--draft-model",
+            help="A draft model (GGUF) with the model's vocabulary, loaded beside it for --method spec.",
+        ),
+    ] = None
+    draft_layers: Annotated[
+        int | None,
+        typer.Option(
+            "--draft-layers",
+            help="Draft with the model's own first L blocks, final norm and output head (an early-exit copy, "
+            "made once and cached by the model's SHA-256) instead of --draft-model.",
+        ),
+    ] = None
+    draft_threads: Annotated[
+        int | None,
+        typer.Option("--draft-threads", help="CPU threads of the draft model (0 or unset: --threads')."),
+    ] = None
+    draft_n_ctx: Annotated[
+        int | None,
+        typer.Option("--draft-n-ctx", help="The draft model's context window (default: the model's)."),
+    ] = None
+    draft_n_gpu_layers: Annotated[
+        int | None,
+        typer.Option(
+            "--draft-n-gpu-layers",
+            help="Draft model layers to offload to the GPU (-1: all, 0: CPU only; default: as "
+            "--n-gpu-layers).",
+        ),
+    ] = None
     out: Annotated[
         Path | None, out_option("Write the run directory here (without it the run is not kept).")
     ] = None
@@ -144,7 +177,33 @@ class RequestOptions:
             self.n_gpu_layers,
             self.parallel,
             window=WindowPolicy(self.max_window, self.context_sentences),
+            draft=self.draft(),
         )
+
+    def draft(self) -> DraftSettings | None:
+        """The draft model's settings (None without --draft-model or --draft-layers; its own options are then
+        refused, never ignored)."""
+        if self.draft_model is None and self.draft_layers is None:
+            given = [
+                option
+                for option, value in (
+                    ("--draft-threads", self.draft_threads),
+                    ("--draft-n-ctx", self.draft_n_ctx),
+                    ("--draft-n-gpu-layers", self.draft_n_gpu_layers),
+                )
+                if value is not None
+            ]
+            if given:
+                raise UsageError(
+                    f"{', '.join(given)} set(s) how the draft model runs, and there is none: pass "
+                    "--draft-model PATH.gguf or --draft-layers L, or drop them"
+                )
+            return None
+        settings = DraftSettings(
+            self.draft_model, self.draft_layers, self.draft_threads, self.draft_n_ctx, self.draft_n_gpu_layers
+        )
+        settings.check()
+        return settings
 
     def request(
         self, methods: list[Method], engine: EngineSettings | None = None, **extra: Any

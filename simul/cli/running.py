@@ -19,6 +19,7 @@ from rich.progress import (
 from simul.cli.common import err_console, interrupt_exit, show_progress
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.decoding.draft_model import DraftSettings
 from simul.decoding.engine import EngineSettings
 from simul.decoding.longform import WindowPolicy
 from simul.request.templates import TEMPLATE_NAMES
@@ -120,6 +121,7 @@ def engine_settings(
     n_gpu_layers: int | None = None,
     parallel: int = 1,
     window: WindowPolicy | None = None,
+    draft: DraftSettings | None = None,
 ) -> EngineSettings:
     check_engine_options(n_ctx, threads, verify_chunk, template, parallel)
     window = window or WindowPolicy()
@@ -134,6 +136,7 @@ def engine_settings(
         n_gpu_layers=n_gpu_layers,
         parallel=parallel,
         window=window,
+        draft=draft,
     )
 
 

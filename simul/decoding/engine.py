@@ -21,6 +21,7 @@ from simul.common.languages import get_language
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
 from simul.decoding.backend.llama import pass_hook_suspended
 from simul.decoding.backend.sequence import KVSequence
+from simul.decoding.draft_model import DraftModel, DraftSettings, load_draft, pair
 from simul.decoding.longform import WindowPolicy
 from simul.decoding.passes import Passes
 from simul.decoding.records import StreamResult
@@ -50,6 +51,7 @@ class EngineSettings:
     parallel: int = 1  # streams decoded at once, their forward passes batched
     calibrate: bool = False  # measure the forward-pass costs first (simul.machine.calibration; bench does)
     window: WindowPolicy = field(default_factory=WindowPolicy)  # long-form streams (simul.decoding.longform)
+    draft: DraftSettings | None = None  # a draft model beside the target (simul.decoding.draft_model)
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -96,6 +98,16 @@ class Engine:
             thread_choice=self.threads,
         )
         self.backend.warm_up()
+        self.draft: DraftModel | None = None
+        if settings.draft is not None:
+            try:
+                self.draft = load_draft(
+                    settings.draft, self.backend, path, self.threads, settings.n_gpu_layers
+                )
+            except BaseException:
+                self.backend.close()
+                raise
+            pair(self.backend.sequences, self.draft.backend.sequences)
         self.pass_costs: PassCosts | None = None
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)
@@ -116,6 +128,8 @@ class Engine:
         return self.pass_costs
 
     def close(self) -> None:
+        if self.draft is not None:
+            self.draft.close()
         self.backend.close()
 
     def decoder(self, method: Method) -> StreamDecoder:
@@ -162,9 +176,18 @@ class Engine:
                 needed=most,
                 remedy=", or leave those streams out (split long segments)",
             )
+        if self.draft is not None and longest > self.draft.backend.n_ctx:
+            raise ContextOverflowError(
+                f"the draft model's context window of {self.draft.backend.n_ctx} positions cannot hold the "
+                f"longest stream's {longest}; pass --draft-n-ctx {1 << max(longest - 1, 0).bit_length()}"
+            )
         n_seq = min(self.settings.parallel, len(streams))
         if n_seq > 1:
             self.backend.configure(n_seq, min(n_ctx, -(-longest // 256) * 256))
+            if self.draft is not None:
+                draft = self.draft.backend
+                draft.configure(n_seq, min(draft.n_ctx, -(-longest // 256) * 256))
+                pair(self.backend.sequences, draft.sequences)
 
     def run(
         self,

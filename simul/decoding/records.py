@@ -56,6 +56,14 @@ class StepRecord:
     # t_decode): their ratio of times per unit is the c of the speedup model (see metrics.speed.row_cost)
     verify_rows: int = 0
     decode_passes: int = 0
+    # Methods that draft with a draft model (spec): the draft model's forward passes at this step and the
+    # seconds spent drafting (its passes and the drafter's Python, within t_gen). Written only when there
+    # were some, so that the run files of other methods keep their bytes.
+    t_draft: float = 0.0
+    draft_passes: int = 0
+    # and each of the draft model's drafts at this step as [tokens offered, tokens kept], in order (for the
+    # acceptance by draft position; written with draft_passes)
+    model_drafts: list[list[int]] = field(default_factory=list)
     # forward passes over drafts (verification; CD's re-encoding of its draft); written to steps.jsonl with
     # the drafters (``drafters_written``), else 0 when read back
     verify_passes: int = 0
@@ -124,6 +132,15 @@ class StepRecord:
             "verify_rows": self.verify_rows,
             "decode_passes": self.decode_passes,
             **({"talk": self.talk} if self.talk is not None else {}),
+            **(
+                {
+                    "t_draft": round(self.t_draft, 6),
+                    "draft_passes": self.draft_passes,
+                    "model_drafts": self.model_drafts,
+                }
+                if self.draft_passes
+                else {}
+            ),
             **(self._drafters_json() if self.drafters_written else {}),
         }
 

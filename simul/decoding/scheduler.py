@@ -8,6 +8,10 @@ sequence id), leaving the others intact. A finished stream frees its sequence fo
 sequences share one cache (see LlamaBackend._create_context), so that llama_decode computes the whole batch as
 one micro-batch rather than one per group of equally long requests.
 
+With a draft model loaded beside the target, each stream also owns the draft context's sequence of the same
+index (its ``partner``, simul.decoding.draft_model): in a round, the machines that ask for a pass of the draft
+model (``Eval.draft``) share one forward pass of it, made before the target's pass of the others.
+
 The logits of a batched pass can differ in the last bits from a pass of one sequence (the kernels cut the
 work differently, and where in the shared cache a sequence's cells lie sets the order of the attention's
 sums), so outputs under N > 1 can differ from N = 1 at near-ties. They are still a function of the stream
@@ -21,9 +25,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from simul.decoding.backend import LlamaBackend
+from simul.decoding.backend import LlamaBackend, Logits
 from simul.decoding.backend.sequence import KVSequence
-from simul.decoding.passes import Eval, Passes
+from simul.decoding.passes import Eval, Passes, sequence_for
 
 K = TypeVar("K")
 R = TypeVar("R")
@@ -44,7 +48,34 @@ class BatchScheduler(Generic[K, R]):
 
     def __init__(self, backend: LlamaBackend) -> None:
         self.backend = backend
-        self.passes = 0  # forward passes made, for throughput figures
+        self.passes = 0  # forward passes of the target model made, for throughput figures
+        self.draft_passes = 0  # and of the draft model
+
+    def _round(self, active: list[_Active[K, R]]) -> list[Logits | None]:
+        """One round: a forward pass of the draft model for the machines that asked for one (on their
+        sequences' draft partners), then one of the target for the others; each machine's rows, in order.
+        The two models have contexts of their own, so the rows of both passes stay valid together."""
+        rows: list[Logits | None] = [None] * len(active)
+        for draft in (True, False):
+            picked = [i for i, a in enumerate(active) if a.request.draft == draft]
+            if not picked:
+                continue
+            requests = [
+                (
+                    sequence_for(active[i].request, active[i].seq),
+                    active[i].request.tokens,
+                    active[i].request.logits_from,
+                )
+                for i in picked
+            ]
+            host = requests[0][0].backend
+            for i, row in zip(picked, host.eval_many(requests), strict=True):
+                rows[i] = row
+            if draft:
+                self.draft_passes += 1
+            else:
+                self.passes += 1
+        return rows
 
     def run(self, jobs: Iterable[Job[K, R]], on_done: Callable[[K, R], None]) -> None:
         """Run every job; ``on_done(key, result)`` is called as each finishes (not in job order)."""
@@ -73,8 +104,7 @@ class BatchScheduler(Generic[K, R]):
 
         admit()
         while active:
-            rows = self.backend.eval_many([(a.seq, a.request.tokens, a.request.logits_from) for a in active])
-            self.passes += 1
+            rows = self._round(active)
             running: list[_Active[K, R]] = []
             finished: list[tuple[_Active[K, R], R]] = []
             # Every machine reads its rows before the next forward pass; new streams are admitted after all

@@ -42,6 +42,7 @@ from simul.decoding.longform.policy import WindowPolicy
 from simul.decoding.longform.talk import talk_positions_needed, talk_steps
 from simul.decoding.methods.built_in import BUILT_IN_DRAFTERS, SOURCE_DRAFTERS, shape_of
 from simul.decoding.methods.chain import DraftChain
+from simul.decoding.methods.model_drafter import DraftModelDrafter
 from simul.decoding.methods.plugins import PluginFailed, plugin_shape
 from simul.decoding.methods.protocol import DisplayView, Draft, MethodShape, Position, StepStart
 from simul.decoding.passes import Eval, Passes, run_alone
@@ -184,10 +185,7 @@ class StreamDecoder:
         if stream.longform:
             return (yield from talk_steps(self, stream, seq, self.window))
         result = StreamResult(stream_id=stream.id, method=self.method)
-        # Every stream starts from the same state, whatever ran before (see KVSequence.start_from); within
-        # the stream, each step keeps what it can of the previous step's cache.
-        seq.start_from(self.start_prefix(stream))
-        chain = self.new_chain()
+        chain = self.start_stream(stream, seq)
         previous: list[int] = []
         for index in range(len(stream.steps)):
             earlier = [s.output for s in result.steps]
@@ -209,6 +207,21 @@ class StreamDecoder:
             self.writes_drafters = not names <= BUILT_IN_DRAFTERS
             self.source_drafters = bool(names & SOURCE_DRAFTERS) or self.writes_drafters
             self._probed = True
+        return chain
+
+    def start_stream(self, stream: Stream, seq: KVSequence) -> DraftChain:
+        """Start a stream on ``seq``: its drafters, fresh, and the canonical start state.
+
+        Every stream starts from the same state, whatever ran before (see KVSequence.start_from); within the
+        stream, each step keeps what it can of the previous step's cache. A method that drafts with a draft
+        model starts the draft model's sequence (``seq.partner``) from the same prefix, evaluated there on
+        its own.
+        """
+        chain = self.new_chain()
+        prefix = self.start_prefix(stream)
+        seq.start_from(prefix)
+        if seq.partner is not None and chain.drafts_with_model:
+            seq.partner.start_from(prefix)
         return chain
 
     def decode_step(
@@ -319,6 +332,9 @@ class StreamDecoder:
             verify_rows=gen.verify_rows,
             verify_passes=gen.verify_passes,
             decode_passes=gen.decode_passes,
+            t_draft=gen.t_draft,
+            draft_passes=gen.draft_passes,
+            model_drafts=gen.model_drafts,
             drafted_by=gen.drafted_by,
             offered=gen.offered,
             steered=gen.steered,
@@ -433,15 +449,24 @@ class StreamDecoder:
         Before each pick the chain's later drafters are asked for a draft at this position, except right after
         a draft (``after_draft`` at the first position): the model's own token comes first there. A draft is
         verified (:meth:`_verify`) and its kept tokens appended; a steering draft is decided on ``row`` and,
-        when kept, replaces the model's pick.
+        when kept, replaces the model's pick. Eager drafters (protocol.ModelDrafter: the draft model) are
+        asked at the position after the model's own pick instead, before it is evaluated: their draft then
+        goes through one forward pass with that token in front, and the token costs no pass of its own.
         """
         output = gen.output
-        asking = bool(chain.tails) and not after_draft
+        eager = chain.eager
+        # Eager drafters are never asked with a row in hand: the draft model's passes come between, and under
+        # --parallel the other streams' target passes of those rounds overwrite the logits the row points to.
+        asking = bool(chain.tails) and not after_draft and not eager
         while True:
             token = int(np.argmax(row))
             steered = None
-            proposal = chain.propose(Position(output, gen.max_len - len(output))) if asking else None
-            asking = bool(chain.tails)
+            if asking and chain.drafts_with_model:
+                # a draft model's passes come before the row is read, and under --parallel the other
+                # streams' target passes of those rounds overwrite the logits it points to
+                row = np.array(row, copy=True)
+            proposal = (yield from self._propose(chain, gen, seq)) if asking else None
+            asking = bool(chain.tails) and not eager
             if proposal is not None and proposal.steer:
                 rule, wanted = proposal.rules[0], proposal.tokens[0]
                 kept = rule.accepts(row, wanted)
@@ -474,12 +499,44 @@ class StreamDecoder:
             if len(output) >= gen.max_len:
                 gen.stop = "length"
                 return
+            if eager:
+                proposal = yield from self._propose(chain, gen, seq)
+                if proposal is not None:
+                    assert not proposal.steer, "a steering drafter cannot be eager"
+                    d, row = yield from self._verify(None, proposal, gen, [token], seq)
+                    gen.offered[proposal.drafter] = gen.offered.get(proposal.drafter, 0) + len(
+                        proposal.tokens
+                    )
+                    gen.keep(proposal, d)
+                    chain.kept(proposal, d)
+                    if len(output) >= gen.max_len:
+                        gen.stop = "length"
+                        return
+                    continue  # the model's own token follows a draft
             te = clock.wall()
             rows = yield Eval([token], 0)
             gen.t_decode += clock.wall() - te
             gen.decode_passes += 1
             assert rows is not None
             row = rows[0]
+
+    def _propose(self, chain: DraftChain, gen: _Generation, seq: KVSequence) -> Passes[Draft | None]:
+        """The later drafters' draft at the end of the output so far; the draft model's passes (of a drafter
+        that runs one) are yielded, counted and timed as the step's ``draft_passes`` and ``t_draft``."""
+        at = Position(gen.output, gen.max_len - len(gen.output))
+        if not chain.drafts_with_model:
+            return chain.propose(at)
+        t0 = clock.wall()
+        machine = chain.propose_passes(at, seq.partner)
+        try:
+            request = next(machine)
+            while True:
+                gen.draft_passes += 1
+                request = machine.send((yield request))
+        except StopIteration as done:
+            draft: Draft | None = done.value
+        gen.t_draft += clock.wall() - t0
+        return draft
 
 
 @dataclass
@@ -500,11 +557,16 @@ class _Generation:
     verify_rows: int = 0
     verify_passes: int = 0  # forward passes over drafts (in memory; written with the drafters)
     decode_passes: int = 0
+    t_draft: float = 0.0
+    draft_passes: int = 0
+    model_drafts: list[list[int]] = field(default_factory=list)  # the draft model's: [offered, kept]
 
     def keep(self, draft: Draft, n: int) -> None:
         """Append the first ``n`` tokens of ``draft`` to the output."""
         self.output.extend(draft.tokens[:n])
         self.drafted_by.extend([draft.drafter] * n)
+        if draft.drafter == DraftModelDrafter.name:
+            self.model_drafts.append([len(draft.tokens), n])
 
 
 def _accepted_chars(full: bytes, accepted: bytes, text: str) -> int:

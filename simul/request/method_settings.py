@@ -1,6 +1,7 @@
-"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD or an
-n-gram drafter's method (lookup, ngram-cache), with optional output or display-only mask-k, SSBD's tail
-drafter, and the display policy (mask-k, or LocalAgreement-n); or a method from outside simul (a plug-in:
+"""The settings of a decoding method and the rules on which of them go together: RT, SSBD(beta), CD, an
+n-gram drafter's method (lookup, ngram-cache), spec (speculative decoding with a draft model) or bild
+(BiLD), with optional output or display-only mask-k, SSBD's tail drafter (n-gram or the draft model), and
+the display policy (mask-k, or LocalAgreement-n); or a method from outside simul (a plug-in:
 simul.request.plugin_spec) with its own options."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from simul.common.errors import UsageError
 from simul.request.ngram_settings import NGRAM_DRAFTERS, NgramDraft
 from simul.request.plugin_spec import Options, check_entry_name, check_module_path, check_options
 
-DecodedMethod = Literal["rt", "ssbd", "cd", "lookup", "ngram-cache"]  # what simul decodes
+DecodedMethod = Literal["rt", "ssbd", "cd", "lookup", "ngram-cache", "spec", "bild"]  # simul decodes these
 MethodName = Literal[DecodedMethod, "ext", "plugin"]
 MaskMode = Literal["display", "output"]
 Ending = Literal["keep", "unbiased", "reopen"]
@@ -23,6 +24,17 @@ DisplayPolicy = Literal["mask", "local-agreement"]
 DISPLAY_POLICIES: tuple[DisplayPolicy, ...] = ("mask", "local-agreement")
 MASK_MODES: tuple[MaskMode, ...] = ("display", "output")
 ENDINGS: tuple[Ending, ...] = ("keep", "unbiased", "reopen")
+# Methods that draft with a draft model loaded beside the target (--draft-model, --draft-layers).
+DRAFT_MODEL_METHODS: tuple[DecodedMethod, ...] = ("spec", "bild")
+# Methods whose output is the target's greedy output (up to batched-logit noise); bild is not (run.json says)
+NOT_GREEDY_EXACT: tuple[DecodedMethod, ...] = ("bild",)
+DEFAULT_DRAFT_MAX = 16  # tokens per draft: llama.cpp's --draft-max default
+# BiLD (simul.decoding.methods.bild): within the paper's machine-translation sweep (appendix 7.1.2: fallback
+# thresholds in [0.5, 0.9], rollback thresholds in [1, 10], at most 10 small-model tokens at a time)
+DEFAULT_FALLBACK = 0.5
+DEFAULT_ROLLBACK = 2.0
+DEFAULT_BILD_MAX = 10
+DRAFT_OPTIONS = "--draft-max, --draft-min and --draft-p-min"
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,26 @@ class MethodSettings:
     display: DisplayPolicy = "mask"
     agreement: int = 2
     ngram: NgramDraft | None = None
+    # spec (simul.decoding.methods.model_drafter): at most ``draft_max`` tokens per draft (None: the default,
+    # 16), drafts shorter than ``draft_min`` dropped, drafting stopped below the draft's top-1 probability
+    # ``draft_p_min`` (0: off); ``draft`` names the draft model in the method's key (DraftSettings.identity:
+    # exitL for the target's first L blocks, else the start of the draft file's SHA-256), set by the request.
+    draft_max: int | None = None
+    draft_min: int = 0
+    draft_p_min: float = 0.0
+    draft: str | None = None
+    # bild (simul.decoding.methods.bild): the fallback threshold alpha_FB (the draft's top-1 probability
+    # below which it hands over) and the rollback threshold alpha_RB (nats of cross entropy); None: defaults
+    fallback: float | None = None
+    rollback: float | None = None
+    # SSBD's --tail-draft model: past the previous output's draft (used up or rejected) the draft model
+    # proposes, verified by exact greedy acceptance (the draft options above apply to it)
+    tail_model: bool = False
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return self.name in DRAFT_MODEL_METHODS or self.tail_model
+
     plugin: str | None = None
     module: str | None = None
     options: Options = ()
@@ -101,6 +133,11 @@ class MethodSettings:
                 or self.ending != "keep"
                 or self.resync
                 or self.target_bias
+                or self.draft_max is not None
+                or self.draft
+                or self.fallback is not None
+                or self.rollback is not None
+                or self.tail_model
                 or self.ngram is not None
             ):
                 raise UsageError("an ingested system's outputs take no decoding options")
@@ -142,8 +179,24 @@ class MethodSettings:
                 )
         elif self.agreement != 2:
             object.__setattr__(self, "agreement", 2)
-        if self.name == "rt" and (self.ending != "keep" or self.resync):
-            raise UsageError("--ending and --resync act on the draft; RT has none")
+        if self.tail_model and self.name != "ssbd":
+            raise UsageError(
+                f"--tail-draft model drafts after SSBD's draft; --method {self.name} has "
+                + ("its own draft model" if self.name in DRAFT_MODEL_METHODS else "no SSBD draft")
+                + " (spec is RT with a draft model)"
+            )
+        if self.tail_model and self.ngram is not None:
+            raise UsageError(f"SSBD has one tail drafter: --tail-draft model or {self.ngram.kind}, not both")
+        if self.tail_model and self.target_bias:
+            raise UsageError(
+                "--target-bias-beta steers every token after the divergence, so --tail-draft model would "
+                "never be asked; choose one"
+            )
+        self._check_draft_options()
+        if self.name in ("rt", "spec", "bild") and (self.ending != "keep" or self.resync):
+            raise UsageError(
+                f"--ending and --resync act on the previous output as a draft; {self.name.upper()} has none"
+            )
         if self.name == "cd" and (self.resync or self.ending == "unbiased"):
             raise UsageError(
                 "--resync and --ending unbiased need verification; CD keeps the draft unverified"
@@ -182,6 +235,64 @@ class MethodSettings:
                 "asked; choose one"
             )
 
+    def _check_bild_options(self) -> None:
+        """BiLD's two thresholds: bild's alone (its fallback is the confidence bound: not --draft-p-min)."""
+        if self.name != "bild":
+            if self.fallback is not None or self.rollback is not None:
+                raise UsageError(
+                    "--bild-fallback and --bild-rollback are BiLD's policies: pass --method bild"
+                )
+            return
+        if self.draft_p_min:
+            raise UsageError(
+                "--draft-p-min is BiLD's fallback threshold under another name: pass --bild-fallback P"
+            )
+        if self.fallback is None:
+            object.__setattr__(self, "fallback", DEFAULT_FALLBACK)
+        if self.rollback is None:
+            object.__setattr__(self, "rollback", DEFAULT_ROLLBACK)
+        assert self.fallback is not None and self.rollback is not None
+        if not 0.0 <= self.fallback <= 1.0:
+            raise UsageError(f"--bild-fallback must be a probability between 0 and 1, got {self.fallback}")
+        if not self.rollback > 0.0:
+            raise UsageError(f"--bild-rollback must be a positive cross entropy (nats), got {self.rollback}")
+
+    @property
+    def greedy_exact(self) -> bool:
+        """Is the output the target's greedy output (up to the noise of batched logits)?"""
+        return self.name not in NOT_GREEDY_EXACT
+
+    def _check_draft_options(self) -> None:
+        """The draft model's options: those of the methods that draft with one, within their ranges."""
+        if not self.uses_draft_model:
+            if self.draft_max is not None or self.draft_min or self.draft_p_min:
+                raise UsageError(
+                    f"{DRAFT_OPTIONS} shape the drafts of a draft model; only --method spec and bild, and "
+                    "SSBD with --tail-draft model, draft with one"
+                )
+            if self.draft is not None:
+                raise UsageError(
+                    f"method {self.name} drafts with no draft model, but names one ({self.draft})"
+                )
+            return
+        self._check_bild_options()
+        if self.draft_max is None:
+            default = DEFAULT_BILD_MAX if self.name == "bild" else DEFAULT_DRAFT_MAX
+            object.__setattr__(self, "draft_max", default)
+        assert self.draft_max is not None
+        if self.draft_max < 1:
+            raise UsageError(f"--draft-max must be 1 or more tokens, got {self.draft_max}")
+        if not 0 <= self.draft_min <= self.draft_max:
+            raise UsageError(
+                f"--draft-min must be between 0 and --draft-max ({self.draft_max}), got {self.draft_min}"
+            )
+        if not 0.0 <= self.draft_p_min <= 1.0:
+            raise UsageError(f"--draft-p-min must be a probability between 0 and 1, got {self.draft_p_min}")
+        if self.draft is not None and not all(ch.isalnum() for ch in self.draft):
+            raise UsageError(
+                f"a draft model's name in a method key is letters and digits, got {self.draft!r}"
+            )
+
     def _check_plugin(self) -> None:
         if not self.plugin or not self.module:
             raise UsageError("a plug-in method needs the name it was asked for and its MODULE:CLASS")
@@ -205,6 +316,16 @@ class MethodSettings:
                 ("--local-agreement", self.display != "mask" or self.agreement != 2),
                 ("--tail-draft and the n-gram options", self.ngram is not None),
                 ("a system name", self.system is not None),
+                (
+                    "--draft-max, --draft-min or --draft-p-min",
+                    self.draft_max is not None or self.draft_min != 0 or self.draft_p_min != 0.0,
+                ),
+                ("a draft model", self.draft is not None),
+                (
+                    "--bild-fallback or --bild-rollback",
+                    self.fallback is not None or self.rollback is not None,
+                ),
+                ("--tail-draft model", self.tail_model),
             )
             if on
         ]

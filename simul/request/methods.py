@@ -45,6 +45,9 @@ class Method(MethodSettings):
             base = self.ngram.label().upper()
         else:
             base = self.name.upper() if self.name != "ssbd" else f"SSBD(b={self.beta:g})"
+        if self.uses_draft_model:
+            tail = "+tail-model" if self.tail_model else ""
+            base += f"{tail}({','.join(self._draft_parts('=', ''))})"
         if self.mask_k:
             base += f"+{self.mask}-mask{self.mask_k}"
         if self.ending != "keep":
@@ -72,6 +75,10 @@ class Method(MethodSettings):
             parts = self.ngram.key_parts()
         if self.beta is not None:
             parts.append(f"b{self.beta:g}")
+        if self.uses_draft_model:
+            if self.tail_model:
+                parts.append("tailmodel")
+            parts.extend(self._draft_parts("", "-"))
         if self.mask_k:
             parts.append(f"{self.mask}{self.mask_k}")
         if self.ending != "keep":
@@ -102,6 +109,17 @@ class Method(MethodSettings):
         if self.display != "mask":  # runs made before display policies read back unchanged
             out["display"] = self.display
             out["agreement"] = self.agreement
+        if self.uses_draft_model:
+            out["draft_max"] = self.draft_max
+            out["draft_min"] = self.draft_min
+            out["draft_p_min"] = self.draft_p_min
+            out["draft"] = self.draft
+            out["greedy_exact"] = self.greedy_exact  # bild is not: its outputs may differ from the target's
+            if self.tail_model:
+                out["tail_model"] = True
+        if self.name == "bild":
+            out["fallback"] = self.fallback
+            out["rollback"] = self.rollback
         if self.ngram is not None:  # only when there is one, as for target_bias
             out["ngram"] = self.ngram.to_json()
         if self.name == PLUGIN:
@@ -109,6 +127,20 @@ class Method(MethodSettings):
             out["module"] = self.module
             out["options"] = dict(self.options)
         return out
+
+    def _draft_parts(self, equals: str, dash: str) -> list[str]:
+        """spec's settings as the label (``max=16``) or key (``max16``) spells them; the draft last."""
+        parts = [f"max{equals}{self.draft_max}"]
+        if self.draft_min:
+            parts.append(f"min{equals}{self.draft_min}")
+        if self.draft_p_min:
+            parts.append(f"p{equals}{self.draft_p_min:g}")
+        if self.name == "bild":  # BiLD's thresholds, always (their defaults may change)
+            parts.append(f"fb{equals}{self.fallback:g}")
+            parts.append(f"rb{equals}{self.rollback:g}")
+        if self.draft:
+            parts.append(f"draft{equals or dash}{self.draft}")
+        return parts
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Method:
@@ -123,6 +155,13 @@ class Method(MethodSettings):
             target_bias=float(obj.get("target_bias", 0.0)),
             display=obj.get("display", "mask"),
             agreement=int(obj.get("agreement", 2)),
+            draft_max=None if obj.get("draft_max") is None else int(obj["draft_max"]),
+            draft_min=int(obj.get("draft_min", 0)),
+            draft_p_min=float(obj.get("draft_p_min", 0.0)),
+            draft=obj.get("draft"),
+            fallback=None if obj.get("fallback") is None else float(obj["fallback"]),
+            rollback=None if obj.get("rollback") is None else float(obj["rollback"]),
+            tail_model=bool(obj.get("tail_model", False)),
             ngram=NgramDraft.from_json(obj["ngram"]) if obj.get("ngram") is not None else None,
             plugin=obj.get("plugin"),
             module=obj.get("module"),
@@ -153,6 +192,12 @@ def methods_for(
     target_bias: float = 0.0,
     display: DisplayPolicy = "mask",
     agreement: int = 2,
+    draft_max: int | None = None,
+    draft_min: int = 0,
+    draft_p_min: float = 0.0,
+    fallback: float | None = None,
+    rollback: float | None = None,
+    tail_model: bool = False,
     ngram: NgramDraft | None = None,
 ) -> list[Method]:
     """The methods of `simul eval`: the chosen one, preceded by plain RT when a baseline is wanted."""
@@ -166,6 +211,12 @@ def methods_for(
         target_bias=target_bias,
         display=display,
         agreement=agreement,
+        draft_max=draft_max,
+        draft_min=draft_min,
+        draft_p_min=draft_p_min,
+        fallback=fallback,
+        rollback=rollback,
+        tail_model=tail_model,
         ngram=ngram,
     )
     methods: list[Method] = []

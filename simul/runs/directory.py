@@ -381,6 +381,7 @@ _RESUME_KEYS = (
     "verify_chunk",
     "shard",
     "longform",
+    "draft_model_sha256",
 )
 
 

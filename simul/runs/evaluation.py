@@ -14,6 +14,7 @@ from simul import __version__
 from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.decoding.backend import ContextOverflowError
+from simul.decoding.draft_model import attach_draft
 from simul.decoding.engine import Engine, EngineSettings
 from simul.decoding.methods.plugins import PluginFailed, check_plugins, plugin_records
 from simul.decoding.records import StepRecord, StreamResult
@@ -62,6 +63,11 @@ class EvalRequest:
     shard: Shard | None = None  # decode only this share of the streams (simul/runs/shard.py)
     extra_config: dict[str, Any] = field(default_factory=dict)  # recorded in config (e.g. the sweep's)
     out_option: str = "--out"  # the command's option that named ``out``, for messages about it
+
+    def __post_init__(self) -> None:
+        # the draft model, if any, is named in the keys of the methods that draft with it (usage errors when
+        # a method needs one and none is given, or one is given for no method)
+        self.methods = attach_draft(self.methods, self.engine.draft)
 
 
 @dataclass
@@ -299,6 +305,9 @@ def _run_config(
         },
         **request.extra_config,
     }
+    if engine.draft is not None:  # only then, so that the config of other runs keeps its keys
+        config["draft_model"] = engine.draft.describe()
+        config["draft_model_sha256"] = config["draft_model"]["sha256"]
     plugins = plugin_records(request.methods)
     if plugins:  # where each method from outside simul came from and what it was made with
         config["plugins"] = plugins

@@ -45,8 +45,18 @@ from simul.streams.format import Stream
 
 # Configuration that legitimately differs between the machines of one run, and what the merge rewrites.
 PER_SHARD_CONFIG = frozenset(
-    {"shard", "threads", "model.path", "streams.path", "streams.count", "streams.evaluated_sha256"}
-)  # threads: compared by simul.runs.conditions, with the other decoding conditions
+    {
+        "shard",
+        "threads",
+        "model.path",
+        "streams.path",
+        "streams.count",
+        "streams.evaluated_sha256",
+        "draft_model.path",
+        "draft_model.threads",
+    }
+)  # threads: compared by simul.runs.conditions, with the other decoding conditions; the draft model's own
+# threads may differ as the target's do (its file is compared by SHA-256, below)
 SIGNATURE_KEYS = ("ne_tokenizer", "bleu", "chrf")
 
 
@@ -156,6 +166,12 @@ def _differences(a: ShardRun, b: ShardRun) -> list[str]:
             f"different models: {a.name} has {ca.get('model', {}).get('file')} "
             f"(sha256 {str(ca.get('model_sha256'))[:12]}), {b.name} has {cb.get('model', {}).get('file')} "
             f"(sha256 {str(cb.get('model_sha256'))[:12]})"
+        )
+    if ca.get("draft_model_sha256") != cb.get("draft_model_sha256"):
+        out.append(
+            f"different draft models: {a.name} has {ca.get('draft_model', {}).get('file')} "
+            f"(sha256 {str(ca.get('draft_model_sha256'))[:12]}), {b.name} has "
+            f"{cb.get('draft_model', {}).get('file')} (sha256 {str(cb.get('draft_model_sha256'))[:12]})"
         )
     if out:
         return out

@@ -36,7 +36,7 @@ from simul.testing.code_machine import CodeMachine
 from simul.testing.code_machine import draw as draw_machine
 from simul.testing.code_machine import weights as machine_weights
 
-__all__ = ["DESIGNS", "MODEL_NAME", "build_tiny_gguf", "code_machine", "main", "tiny_vocab"]
+__all__ = ["DESIGNS", "MODEL_NAME", "VOCABULARIES", "build_tiny_gguf", "code_machine", "main", "tiny_vocab"]
 
 MODEL_NAME = "simul-tiny-test"
 
@@ -173,6 +173,7 @@ def _output_matrix(rng: np.random.Generator, n_vocab: int, n_embd: int) -> npt.N
 
 
 DESIGNS = ("codes", "random")
+VOCABULARIES = ("tiny", "other")  # the tiny vocabulary, or its ordinary pieces reversed (another vocabulary)
 _DESCRIPTIONS = {
     "codes": "Code-machine test model (wide logit margins) written by simul.testing.tiny_gguf",
     "random": "Random-weight test model written by simul.testing.tiny_gguf",
@@ -235,6 +236,7 @@ def build_tiny_gguf(
     n_ff: int = 128,
     n_ctx_train: int = 4096,
     design: str = "codes",
+    vocabulary: str = "tiny",
 ) -> pathlib.Path:
     """Write a tiny ``llama`` GGUF model to ``path`` and return ``path``.
 
@@ -243,6 +245,10 @@ def build_tiny_gguf(
     ``numpy.random.default_rng(seed)`` (near-ties flip with the machine). All weights are float32 and the same
     arguments always produce a byte-identical file. ``n_embd`` must be divisible by ``n_head`` and the head
     size must be even (RoPE rotates pairs of dimensions).
+
+    ``vocabulary`` ``other`` writes the ordinary pieces in reverse order (same size, type and special tokens,
+    different token texts from id 259 on): a model whose vocabulary a draft-model pair must refuse
+    (simul.decoding.backend.vocabulary). Its weights are those of ``tiny``, so its outputs read differently.
     """
     if n_layer < 1 or n_embd < 2 or n_head < 1 or n_ff < 1 or n_ctx_train < 1:
         raise ValueError("n_layer, n_embd, n_head, n_ff and n_ctx_train must be positive")
@@ -250,10 +256,16 @@ def build_tiny_gguf(
         raise ValueError(f"n_embd={n_embd} must split into {n_head} heads of even size")
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    if vocabulary not in VOCABULARIES:
+        raise ValueError(f"vocabulary must be one of {', '.join(VOCABULARIES)}, got {vocabulary!r}")
     path = pathlib.Path(path)
     head_dim = n_embd // n_head
     tokens, scores, types = tiny_vocab()
     n_vocab = len(tokens)
+    if vocabulary == "other":
+        first = _byte_token_id(256)  # the first ordinary piece
+        tokens = tokens[:first] + tokens[first:][::-1]
+        scores = scores[:first] + scores[first:][::-1]
     if design == "codes":
         tensors = machine_weights(code_machine(seed, n_embd), n_embd, n_head, n_layer, n_ff)
     else:

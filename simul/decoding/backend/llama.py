@@ -24,6 +24,7 @@ from simul.common.errors import SimulError
 from simul.decoding.backend.devices import list_devices, resolve_gpu_layers
 from simul.decoding.backend.library import LLAMA_LOG, _llama, check_gguf
 from simul.decoding.backend.sequence import KVSequence, Logits
+from simul.decoding.backend.vocabulary import VocabularyFacts
 from simul.machine.openmp import wait_policy_chosen
 from simul.machine.threads import ThreadChoice, choose_threads
 
@@ -348,6 +349,23 @@ class LlamaBackend:
         out = buf.raw[: max(n, 0)]
         self._pieces[key] = out
         return out
+
+    def vocabulary_facts(self) -> VocabularyFacts:
+        """The vocabulary's type, size and BOS/EOS handling (for the draft model check, vocabulary.py)."""
+        lib, vocab = self._lib, self._vocab
+        return VocabularyFacts(
+            kind=int(lib.llama_vocab_type(vocab)),  # type: ignore[attr-defined]
+            n_tokens=self.n_vocab,
+            add_bos=bool(lib.llama_vocab_get_add_bos(vocab)),  # type: ignore[attr-defined]
+            bos=int(lib.llama_vocab_bos(vocab)),  # type: ignore[attr-defined]
+            add_eos=bool(lib.llama_vocab_get_add_eos(vocab)),  # type: ignore[attr-defined]
+            eos=int(lib.llama_vocab_eos(vocab)),  # type: ignore[attr-defined]
+        )
+
+    def token_text(self, token: int) -> bytes:
+        """The token's text as the vocabulary stores it (llama_vocab_get_text: SentencePiece's "▁" kept)."""
+        text = self._lib.llama_vocab_get_text(self._vocab, token)  # type: ignore[attr-defined]
+        return bytes(text or b"")
 
     def detokenize(self, tokens: Sequence[int]) -> bytes:
         return b"".join(self.piece(t) for t in tokens)

@@ -36,6 +36,9 @@ class KVSequence:
         self.seq_id = seq_id
         self.n_ctx = n_ctx  # positions this sequence may hold (its share of the context)
         self.cache: list[int] = []
+        # The stream's sequence of the draft model, when one is loaded beside this (target) model: the
+        # engine pairs the i-th sequences of the two contexts, so that a stream holds both at once.
+        self.partner: KVSequence | None = None
         # The canonical start state (see start_from): the prefix last evaluated there, and how many leading
         # cache positions still hold it exactly as that evaluation left them.
         self._canonical: list[int] = []

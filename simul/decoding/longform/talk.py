@@ -66,6 +66,7 @@ class WindowDecoder(Protocol):
     def tokenize_prompt(self, prompt: Prompt) -> list[int]: ...
     def max_output_tokens(self, source: str) -> int: ...
     def new_chain(self) -> DraftChain: ...
+    def start_stream(self, stream: Stream, seq: KVSequence) -> DraftChain: ...
     def step_passes(
         self,
         stream: Stream,
@@ -95,6 +96,8 @@ _SUMMED = (
     "verify_rows",
     "verify_passes",
     "decode_passes",
+    "t_draft",
+    "draft_passes",
 )
 
 
@@ -109,10 +112,9 @@ def talk_steps(
     """The step machine of one long-form stream: yields its forward passes, returns one record per update."""
     method = decoder.method
     result = StreamResult(stream_id=stream.id, method=method)
-    seq.start_from(decoder.start_prefix(stream))
+    chain = decoder.start_stream(stream, seq)  # the talk's drafters, one stream for them
     committed: list[str] = []  # the target of every closed window, in order
     context: deque[tuple[str, str]] = deque(maxlen=policy.context_sentences)
-    chain = decoder.new_chain()  # the talk's drafters, one stream for them
     previous: list[int] = []  # the open window's previous output (the first drafter's material)
     window_outputs: list[str] = []  # the open window's outputs so far (the display policy's)
     previous_output = ""
@@ -199,6 +201,7 @@ def _update_record(
         # the windows' outputs one after another, so `simul show` marks only the open window's draft)
         drafted_by=[name for r in records for name in r.drafted_by],
         offered=offered,
+        model_drafts=[draft for r in records for draft in r.model_drafts],
         steered=steered,
         **sums,
     )

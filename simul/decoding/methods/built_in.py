@@ -10,6 +10,13 @@
     CD                  previous output, accept-all         none                           mask-k / LA-n
     lookup              none                                prompt lookup, exact greedy    mask-k / LA-n
     ngram-cache         none                                n-gram cache, exact greedy     mask-k / LA-n
+    spec                none                                the draft model (eager), exact  mask-k / LA-n
+                                                            greedy (model_drafter.py)
+    SSBD, --tail-draft  previous output, biased rule B     the draft model (eager after   mask-k / LA-n
+    model                                                   the divergence), exact greedy
+    bild                none                                the draft model (eager, falls  mask-k / LA-n
+                                                            back below alpha_FB), BiLD's
+                                                            rollback rule (bild.py)
 
 Output mask-k and ``--ending reopen`` shorten the previous-output draft. SSBD's ``--tail-draft lookup`` or
 ``ngram-cache`` adds that drafter after ``--resync``'s, under exact greedy acceptance.
@@ -20,9 +27,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from simul.common.errors import SimulError, UsageError
+from simul.decoding.methods.bild import RollbackRule
 from simul.decoding.methods.display import AgreementDisplay, MaskDisplay
 from simul.decoding.methods.drafters import PreviousOutput, Resync, TargetBias
 from simul.decoding.methods.lookup import Lookup
+from simul.decoding.methods.model_drafter import DraftModelDrafter, StopVocabulary
 from simul.decoding.methods.ngram_cache import Counts, NgramCache, read_static
 from simul.decoding.methods.protocol import (
     AcceptanceRule,
@@ -65,9 +74,28 @@ def shape_of(method: MethodSettings) -> MethodShape:
 
         first = previous
     tails: list[DrafterFactory] = []
+    if method.uses_draft_model:
+        assert method.draft_max is not None
+
+        def model(vocab: Vocabulary) -> Drafter:
+            if not isinstance(vocab, StopVocabulary):
+                raise TypeError("the draft-model drafter needs a vocabulary that knows its stop tokens")
+            if method.name == "bild":  # BiLD: fallback below alpha_FB, rollback above alpha_RB
+                assert method.fallback is not None and method.rollback is not None
+                return DraftModelDrafter(
+                    vocab,
+                    method.draft_max or 1,
+                    method.draft_min,
+                    method.fallback,
+                    RollbackRule(method.rollback),
+                )
+            return DraftModelDrafter(vocab, method.draft_max or 1, method.draft_min, method.draft_p_min)
+
     if method.resync:
         resync_rule = BiasedRule(method.beta or 0.0)
         tails.append(lambda vocab: Resync(method.resync, resync_rule))
+    if method.uses_draft_model:  # after --resync's drafts (SSBD's --tail-draft model)
+        tails.append(model)
     if method.target_bias:
         target_rule = BiasedRule(method.target_bias)
         tails.append(lambda vocab: TargetBias(target_rule))

@@ -5,8 +5,19 @@ would pick the next token itself, the first proposal winning."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from simul.decoding.methods.protocol import Draft, Drafter, MethodShape, Position, StepStart, Vocabulary
+from simul.decoding.backend.sequence import KVSequence
+from simul.decoding.methods.protocol import (
+    Draft,
+    Drafter,
+    MethodShape,
+    ModelDrafter,
+    Position,
+    StepStart,
+    Vocabulary,
+)
+from simul.decoding.passes import Passes
 
 
 class DraftChain:
@@ -45,6 +56,31 @@ class DraftChain:
         """The first non-empty proposal of the other drafters at this position, cut to the room left."""
         for drafter in self.tails:
             draft = drafter.propose(at)
+            if draft is not None and draft.tokens:
+                self._owner = drafter
+                return draft.cut(at.room)
+        return None
+
+    @property
+    def drafts_with_model(self) -> bool:
+        """Some later drafter runs a draft model (protocol.ModelDrafter)."""
+        return any(hasattr(drafter, "propose_passes") for drafter in self.tails)
+
+    @property
+    def eager(self) -> bool:
+        """Every later drafter is eager (protocol.ModelDrafter): they are asked before the model's own pick
+        at a position is evaluated, so that the pick and their draft share one forward pass."""
+        return bool(self.tails) and all(getattr(drafter, "eager", False) for drafter in self.tails)
+
+    def propose_passes(self, at: Position, seq: KVSequence | None) -> Passes[Draft | None]:
+        """As :meth:`propose`, with the draft model's forward passes of the drafters that run one
+        (protocol.ModelDrafter) yielded on the way; ``seq`` is the stream's sequence of the draft model."""
+        for drafter in self.tails:
+            passes = getattr(drafter, "propose_passes", None)
+            if passes is not None:
+                draft = yield from cast(ModelDrafter, drafter).propose_passes(at, seq)
+            else:
+                draft = drafter.propose(at)
             if draft is not None and draft.tokens:
                 self._owner = drafter
                 return draft.cut(at.room)

@@ -21,6 +21,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from simul.decoding.backend.sequence import KVSequence
+from simul.decoding.passes import Passes
+
 PROTOCOL_VERSION = 1
 
 # One logits row: the model's score for every vocabulary token at one position (valid only during the call
@@ -141,6 +144,28 @@ class Drafter(Protocol):
     def start(self, step: StepStart) -> None: ...
     def propose(self, at: Position) -> Draft | None: ...
     def kept(self, draft: Draft, n: int) -> None: ...
+
+
+class ModelDrafter(Drafter, Protocol):
+    """A drafter that runs a draft model to propose (simul.decoding.methods.model_drafter; an addition within
+    version 1: drafters without these members are run as before).
+
+    The decoder drives ``propose_passes`` instead of ``propose``: a step machine (simul.decoding.passes) that
+    yields the draft model's forward passes, each an ``Eval(..., draft=True)``, and returns the draft (or
+    None). ``seq`` is the stream's sequence of the draft model (None when no draft model is loaded); the
+    drafter may truncate it and keep its longest common prefix with what it evaluates next (KV reuse across
+    steps), but must not keep a reference to it past the call.
+
+    ``eager``: the drafter is asked at a position before the model's own pick there is evaluated, so that the
+    pick and the draft after it go through one forward pass (speculative decoding's verification batch: the
+    last token and the draft). A drafter may be eager only when its proposals do not depend on the row of
+    the position (the target's logits); see docs/methods.md.
+    """
+
+    @property
+    def eager(self) -> bool: ...
+
+    def propose_passes(self, at: Position, seq: KVSequence | None) -> Passes[Draft | None]: ...
 
 
 class Vocabulary(Protocol):

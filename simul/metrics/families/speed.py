@@ -17,6 +17,17 @@ from simul.metrics.speed import row_cost, speed, speedup
 from simul.request.methods import Method
 
 
+def acceptance_by_position(drafts: Sequence[Sequence[int]]) -> list[float]:
+    """For each draft position i (from 0), the share of the drafts reaching it whose token there was kept:
+    #(drafts with kept > i) / #(drafts with offered > i); ``drafts`` are [offered, kept] pairs."""
+    longest = max((offered for offered, _ in drafts), default=0)
+    out = []
+    for i in range(longest):
+        reached = sum(1 for offered, _ in drafts if offered > i)
+        out.append(round(sum(1 for _, kept in drafts if kept > i) / reached, 4))
+    return out
+
+
 def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReference | None) -> Figures:
     steps = [s for r in results for s in r.steps]
     spd = speed((len(s.output_ids), s.t_prompt, s.t_gen) for s in steps)
@@ -31,6 +42,20 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
     decode_seconds = sum(s.t_decode for s in steps)
     verify_rows = sum(s.verify_rows for s in steps)
     decode_passes = sum(s.decode_passes for s in steps)
+    counts: dict[str, object] = {}
+    if method.uses_draft_model:  # only then, so that other methods' run files keep their keys
+        # the draft model's passes and seconds: (draft_seconds / draft_passes) / (decode_seconds /
+        # decode_passes) is its pass cost in one-token target passes, c_L of Leviathan et al.'s Theorem 3.8
+        drafts = [d for s in steps for d in s.model_drafts]
+        counts = {
+            "draft_seconds": round(sum(s.t_draft for s in steps), 4),
+            "draft_passes": sum(s.draft_passes for s in steps),
+            "model_drafts": len(drafts),
+            "model_drafted": sum(offered for offered, _ in drafts),
+            "model_accepted": sum(kept for _, kept in drafts),
+            "model_rejections": sum(1 for offered, kept in drafts if kept < offered),
+            "acceptance_by_position": acceptance_by_position(drafts),
+        }
     return Figures(
         metrics={
             "tps": round(spd.tps, 2),
@@ -50,5 +75,6 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
             "decode_seconds": round(decode_seconds, 4),
             "verify_rows": verify_rows,
             "decode_passes": decode_passes,
+            **counts,
         },
     )
