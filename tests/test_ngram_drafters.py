@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from simul.cli import app
 from simul.cli.bench_cmd import bench_methods
 from simul.cli.draft_options import DraftOptions
+from simul.cli.method_specs import spec_methods
+from simul.cli.request_options import RequestOptions
 from simul.common.errors import SimulError, UsageError
 from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
@@ -237,7 +239,17 @@ def test_options_a_method_ignores_are_refused(
 def test_bench_and_sweep_take_the_n_gram_methods_and_the_tail_drafter() -> None:
     drafts = DraftOptions(draft_max=3)
     keys = [
-        m.key for m in bench_methods(0.2, "keep", 0, True, True, ["lookup", "ngram-cache"], "lookup", drafts)
+        m.key
+        for m in bench_methods(
+            0.2,
+            "keep",
+            0,
+            True,
+            True,
+            spec_methods(["lookup", "ngram-cache"], RequestOptions(), drafts),
+            "lookup",
+            drafts,
+        )
     ]
     assert keys == [
         "rt",
@@ -252,7 +264,13 @@ def test_bench_and_sweep_take_the_n_gram_methods_and_the_tail_drafter() -> None:
         bench_methods(0.2, "keep", 0, False, True, drafts=drafts)
     with pytest.raises(UsageError, match="--ngram-cache-file is ngram-cache's static cache"):
         bench_methods(
-            0.2, "keep", 0, False, True, ["lookup"], drafts=DraftOptions(ngram_cache_file=Path("x"))
+            0.2,
+            "keep",
+            0,
+            False,
+            True,
+            spec_methods(["lookup"], RequestOptions(), DraftOptions()),
+            drafts=DraftOptions(ngram_cache_file=Path("x")),
         )
     tail = NgramDraft.of("ngram-cache", tail=True)
     swept = sweep_methods([0.0, 0.2], [0, 2], ["output"], True, 0.2, [2], tail)

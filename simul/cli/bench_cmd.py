@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +23,8 @@ from simul.cli.aliases import command_class, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.eval_cmd import EndingOpt, ResyncOpt
-from simul.cli.ignored import NGRAM_METHODS, refuse
+from simul.cli.ignored import refuse
+from simul.cli.method_specs import spec_methods, unique
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import NOT_FOR_BENCH, RequestOptions
 from simul.cli.running import run_side_by_side_with_progress, run_with_progress
@@ -33,21 +33,12 @@ from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
 from simul.reports.bench import bench_json, bench_rows, bench_title, side_by_side_json
 from simul.reports.bench_tables import bench_table, side_by_side_notes, side_by_side_table
+from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines, per_update_line
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import Ending
 from simul.request.methods import DEFAULT_BETA, Method
 from simul.request.ngram_settings import NgramDrafter
-
-# the methods `simul bench --method` adds besides RT, SSBD and CD
-EXTRA_METHODS = NGRAM_METHODS
-
-
-class ExtraMethod(StrEnum):
-    """A repeatable choice (typer takes no list of a Literal type)."""
-
-    lookup = "lookup"
-    ngram_cache = "ngram-cache"
 
 
 def bench_methods(
@@ -56,27 +47,28 @@ def bench_methods(
     resync: int,
     compare_options: bool,
     cd: bool,
-    extra: Sequence[str] | None = None,
+    extra: Sequence[Method] = (),
     tail_draft: NgramDrafter | None = None,
     drafts: DraftOptions | None = None,
 ) -> list[Method]:
     """RT, SSBD (with --ending/--resync/--tail-draft, and plain beside it with --options), CD, and the
-    methods of ``--method`` (lookup, ngram-cache: repeatable), each once. The n-gram options (``drafts``)
-    serve every n-gram drafter of the run, each with the defaults of its use for what is not given."""
+    methods of ``--method SPEC`` (``extra``, built by simul.cli.method_specs), each once. The n-gram options
+    (``drafts``) serve SSBD's --tail-draft here (and the specs that draft with an n-gram drafter, there),
+    each with the defaults of its use for what is not given."""
     drafts = drafts or DraftOptions()
-    extra = list(extra or [])
-    unknown = [name for name in extra if name not in EXTRA_METHODS]
-    if unknown:
-        raise UsageError(
-            f"simul bench --method adds {' or '.join(EXTRA_METHODS)} (RT, SSBD and CD always run; --no-cd "
-            f"leaves CD out), got {', '.join(unknown)}"
-        )
+    extra = list(extra)
+    ngram_kinds = {m.ngram.kind for m in extra if m.ngram is not None} | (
+        {tail_draft} if tail_draft is not None else set()
+    )
     given = drafts.given()
-    if given and not extra and tail_draft is None:
+    if given and not ngram_kinds and not any(m.uses_draft_model for m in extra):
         refuse(
-            [f"{', '.join(given)} set the n-gram drafter: pass --method lookup/ngram-cache or --tail-draft"]
+            [
+                f"{', '.join(given)} set the n-gram drafter: pass --method lookup/ngram-cache or --tail-draft"
+                " (or give them inside a --method spec)"
+            ]
         )
-    if drafts.ngram_cache_file is not None and "ngram-cache" not in [*extra, tail_draft]:
+    if drafts.ngram_cache_file is not None and "ngram-cache" not in ngram_kinds:
         refuse(
             [
                 "--ngram-cache-file is ngram-cache's static cache: pass --method ngram-cache or --tail-draft "
@@ -90,9 +82,8 @@ def bench_methods(
     methods.append(Method("ssbd", beta=beta, ending=ending, resync=resync, ngram=tail))
     if cd:
         methods.append(Method("cd"))
-    for name in extra:
-        methods.append(Method(name, ngram=drafts.settings(name, tail=False)))  # type: ignore[arg-type]
-    return list({m.key: m for m in methods}.values())
+    methods += extra
+    return unique(methods)
 
 
 def register(app: typer.Typer) -> None:
@@ -103,10 +94,12 @@ def register(app: typer.Typer) -> None:
     def bench_command(
         ctx: typer.Context,
         method: Annotated[
-            list[ExtraMethod] | None,
+            list[str] | None,
             typer.Option(
                 "--method",
-                help="Also run this method (repeatable): lookup or ngram-cache, with the n-gram options.",
+                help="Also run this method (repeatable) beside RT, SSBD and CD: a name (lookup, ngram-cache, "
+                "spec, bild, a plug-in) or a spec with its own options as `simul eval` takes them, e.g. "
+                '"ssbd --beta 0.2 --tail-draft lookup" (quote each spec).',
             ),
         ] = None,
         tail_draft: TailDraftOpt = None,
@@ -134,7 +127,7 @@ def register(app: typer.Typer) -> None:
         drafts: DraftOptions,
     ) -> None:
         """Measure decoding speed of RT, SSBD and CD on the same streams, and where the time goes."""
-        extra = [m.value for m in method or []]
+        extra = spec_methods(method or [], request, drafts)
         methods = bench_methods(beta, ending, resync, compare_options, cd, extra, tail_draft, drafts)
         out, parallel = request.out, request.parallel
         if parallel_out is not None and parallel == 1:
@@ -162,6 +155,8 @@ def register(app: typer.Typer) -> None:
             err_console.print(bench_table(rows, markup(bench_title(outcome), newlines=False), timing, costs))
             err_console.print(per_update_line(rows))
             for line in drafter_lines(outcome.scored.methods_json()):
+                err_console.print(line)
+            for line in draft_model_lines(outcome.scored.methods_json()):
                 err_console.print(line)
             if batched is not None:
                 labels = {row["key"]: row["label"] for row in rows}

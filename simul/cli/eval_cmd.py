@@ -8,7 +8,7 @@ import typer
 
 from simul.cli.aliases import command_class, old_spelling_warning, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
-from simul.cli.draft_options import DraftOptions, EvalTailDraftOpt
+from simul.cli.draft_options import DraftOptions, EvalTailDraftOpt, TailDraft
 from simul.cli.ignored import eval_method_options, eval_plugin_options, refuse
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
@@ -135,6 +135,91 @@ def local_agreement_n(local_agreement: int | None, display: str | None, agreemen
     return old if old is not None else (local_agreement or 0)
 
 
+def eval_methods(
+    request: RequestOptions,
+    drafts: DraftOptions,
+    baseline: bool,
+    *,
+    method: str = "ssbd",
+    method_option: list[str] | None = None,
+    beta: float | None = None,
+    mask_k: int = 0,
+    mask: MaskMode | None = None,
+    ending: Ending = "keep",
+    resync: int = 0,
+    target_bias_beta: float = 0.0,
+    local_agreement: int | None = None,
+    tail_draft: TailDraft | None = None,
+    draft_p_min: float = 0.0,
+    bild_fallback: float | None = None,
+    bild_rollback: float | None = None,
+    display: DisplayPolicy | None = None,
+    agreement: int | None = None,
+) -> list[Method]:
+    """The methods of `simul eval` from its method options (the keyword arguments, named as its parameters):
+    the chosen one, after plain RT with ``baseline``. `simul bench --method SPEC` and `simul sweep --method
+    SPEC` build theirs here too (simul.cli.method_specs), so a method is spelled and checked one way."""
+    n = local_agreement_n(local_agreement, display, agreement)
+    if method in METHOD_NAMES:
+        # --draft-max and --draft-min shape the draft model's drafts (spec, bild, --tail-draft model) or
+        # the n-gram drafter's (simul.cli.draft_options): one definition of each option serves both
+        model_draft_max, model_draft_min, ngram = drafts.split_for(method, tail_draft)
+        if method_option:
+            raise UsageError(
+                f"--method-option sets the options of a method from outside simul, and --method "
+                f"{method} is built in: drop --method-option"
+            )
+        refuse(
+            eval_method_options(
+                method,
+                beta=beta,
+                mask=mask,
+                mask_k=mask_k,
+                display=display or "mask",  # --agreement is refused without the old --display
+                agreement=agreement,
+                fuse=request.fuse,
+                verify_chunk=request.verify_chunk,
+            )
+        )
+        methods = methods_for(
+            method,
+            DEFAULT_BETA if beta is None else beta,
+            mask_k,
+            mask or "display",
+            baseline,
+            ending,
+            resync,
+            target_bias_beta,
+            "local-agreement" if n else "mask",
+            n or 2,
+            draft_max=model_draft_max,
+            draft_min=model_draft_min,
+            draft_p_min=draft_p_min,
+            fallback=bild_fallback,
+            rollback=bild_rollback,
+            tail_model=tail_draft == "model",
+            ngram=ngram,
+        )
+    else:
+        given = {
+            "--beta": beta is not None,
+            "--mask-k": mask_k != 0,
+            "--mask": mask is not None,
+            "--ending": ending != "keep",
+            "--resync": resync != 0,
+            "--target-bias-beta": target_bias_beta != 0.0,
+            "--local-agreement": bool(n),
+            "--tail-draft": tail_draft is not None,
+            **dict.fromkeys(drafts.given(), True),
+            "--draft-p-min": draft_p_min != 0.0,
+            "--bild-fallback": bild_fallback is not None,
+            "--bild-rollback": bild_rollback is not None,
+        }
+        refuse(eval_plugin_options(method, given))
+        methods = [*([Method("rt")] if baseline else []), plugin_method(method, method_option or ())]
+    return methods
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval", cls=command_class())
     @handle_errors
@@ -230,64 +315,26 @@ def register(app: typer.Typer) -> None:
         scale: ScalingOptions,
     ) -> None:
         """Decode streams with RT and the chosen method and report quality, stability and speed."""
-        n = local_agreement_n(local_agreement, display, agreement)
-        if method in METHOD_NAMES:
-            # --draft-max and --draft-min shape the draft model's drafts (spec, bild, --tail-draft model) or
-            # the n-gram drafter's (simul.cli.draft_options): one definition of each option serves both
-            model_draft_max, model_draft_min, ngram = drafts.split_for(method, tail_draft)
-            if method_option:
-                raise UsageError(
-                    f"--method-option sets the options of a method from outside simul, and --method "
-                    f"{method} is built in: drop --method-option"
-                )
-            refuse(
-                eval_method_options(
-                    method,
-                    beta=beta,
-                    mask=mask,
-                    mask_k=mask_k,
-                    display=display or "mask",  # --agreement is refused without the old --display
-                    agreement=agreement,
-                    fuse=request.fuse,
-                    verify_chunk=request.verify_chunk,
-                )
-            )
-            methods = methods_for(
-                method,
-                DEFAULT_BETA if beta is None else beta,
-                mask_k,
-                mask or "display",
-                baseline,
-                ending,
-                resync,
-                target_bias_beta,
-                "local-agreement" if n else "mask",
-                n or 2,
-                draft_max=model_draft_max,
-                draft_min=model_draft_min,
-                draft_p_min=draft_p_min,
-                fallback=bild_fallback,
-                rollback=bild_rollback,
-                tail_model=tail_draft == "model",
-                ngram=ngram,
-            )
-        else:
-            given = {
-                "--beta": beta is not None,
-                "--mask-k": mask_k != 0,
-                "--mask": mask is not None,
-                "--ending": ending != "keep",
-                "--resync": resync != 0,
-                "--target-bias-beta": target_bias_beta != 0.0,
-                "--local-agreement": bool(n),
-                "--tail-draft": tail_draft is not None,
-                **dict.fromkeys(drafts.given(), True),
-                "--draft-p-min": draft_p_min != 0.0,
-                "--bild-fallback": bild_fallback is not None,
-                "--bild-rollback": bild_rollback is not None,
-            }
-            refuse(eval_plugin_options(method, given))
-            methods = [*([Method("rt")] if baseline else []), plugin_method(method, method_option or ())]
+        methods = eval_methods(
+            request,
+            drafts,
+            baseline,
+            method=method,
+            method_option=method_option,
+            beta=beta,
+            mask_k=mask_k,
+            mask=mask,
+            ending=ending,
+            resync=resync,
+            target_bias_beta=target_bias_beta,
+            local_agreement=local_agreement,
+            tail_draft=tail_draft,
+            draft_p_min=draft_p_min,
+            bild_fallback=bild_fallback,
+            bild_rollback=bild_rollback,
+            display=display,
+            agreement=agreement,
+        )
         outcome = run_scaled(
             request.request(methods),
             scale.scaling(),

@@ -11,6 +11,7 @@ from simul.cli.aliases import command_class, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.ignored import refuse, sweep_mask_options
+from simul.cli.method_specs import SPEC_HELP, spec_methods, unique
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
@@ -89,6 +90,14 @@ def register(app: typer.Typer) -> None:
         ] = None,
         cd: Annotated[bool, typer.Option("--cd/--no-cd", help="Include continuous decoding.")] = True,
         tail_draft: TailDraftOpt = None,
+        method: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--method",
+                help="Also run this method beside the sweep (repeatable), shown in a table of its own: "
+                + SPEC_HELP,
+            ),
+        ] = None,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
         *,
@@ -105,13 +114,17 @@ def register(app: typer.Typer) -> None:
         agreements = [n for n in parse_ints(local_agreement, "--local-agreement") if n > 0]
         refuse(sweep_mask_options(mask, mask_beta, ks, agreements))
         mask_beta = DEFAULT_BETA if mask_beta is None else mask_beta
+        extra = spec_methods(method or [], request, drafts)
         given = drafts.given()
-        if given and tail_draft is None:
+        if given and tail_draft is None and not any(m.ngram is not None for m in extra):
             refuse(
-                [f"{', '.join(given)} set SSBD's tail drafter in a sweep: pass --tail-draft, or drop them"]
+                [
+                    f"{', '.join(given)} set SSBD's tail drafter in a sweep: pass --tail-draft (or a "
+                    "--method spec with an n-gram drafter), or drop them"
+                ]
             )
-        tail = drafts.for_method("ssbd", tail_draft)  # every SSBD row's tail drafter
-        methods = sweep_methods(betas, ks, masks, cd, mask_beta, agreements, tail)
+        tail = drafts.for_method("ssbd", tail_draft) if tail_draft is not None else None
+        methods = unique([*sweep_methods(betas, ks, masks, cd, mask_beta, agreements, tail), *extra])
         evaluation = request.request(methods, extra_config={"sweep": {"mask_beta": mask_beta}})
         outcome = run_scaled(evaluation, scale.scaling(), quiet, f"{len(methods)} methods")
         report_sweep(outcome, mask_beta, as_json, quiet)
@@ -125,6 +138,10 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
     rows = outcome.scored.methods_json()
     t3 = table3_rows(rows)
     t4 = table4_rows(rows, mask_beta)
+    swept = {r["key"] for r in (*t3, *t4)}
+    others = [r for r in rows if r["key"] not in swept]  # --method SPEC, beside RT
+    if others:
+        others = [r for r in rows if r["name"] == "rt" and not r["mask_k"]][:1] + others
     comet_ok = bool(outcome.scored.comet.get("available"))
     cfg = outcome.run["config"]
     pair = f"{cfg['streams']['src']}->{cfg['streams']['tgt']}"
@@ -155,6 +172,15 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
                     timing=timing,
                 )
             )
+        if others:
+            err_console.print(
+                methods_table(
+                    others,
+                    title="Other methods (--method)",
+                    comet_available=comet_ok,
+                    timing=timing,
+                )
+            )
         err_console.print(units_caption(rows))
         tails = sorted({r["label"].split("+tail-", 1)[1] for r in rows if "+tail-" in r["label"]})
         if tails:
@@ -180,6 +206,7 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
                     {k: r[k] for k in ("label", "name", "beta", "mask_k", "mask", "key", "metrics")}
                     for r in t4
                 ],
+                "others": [{k: r[k] for k in ("label", "name", "key", "metrics")} for r in others],
                 "plots": [str(p) for p in plots],
                 "run_dir": str(out) if out else None,
                 "comet": outcome.scored.comet,

@@ -13,7 +13,7 @@ from typing import Any
 
 from simul.decoding.records import StreamResult
 from simul.machine.calibration import PassCosts
-from simul.metrics.speed import calibrated_bound
+from simul.metrics.speed import modelled_speedup_with_draft
 from simul.reports.agreement import agreement
 from simul.reports.timing_notes import TimingNotes
 from simul.runs.evaluation import EvalOutcome
@@ -38,7 +38,9 @@ def time_split(counts: dict[str, Any]) -> dict[str, float]:
 
 def verification_passes(results: list[StreamResult], chunk: int) -> list[int]:
     """The widths (rows) of a method's verification passes, from its step records: one pass per step with
-    draft rows, or passes of ``chunk`` rows and a remainder with --verify-chunk."""
+    draft rows, or passes of ``chunk`` rows and a remainder with --verify-chunk. A step that verified in
+    several passes (a tail drafter's drafts after the previous output's, an n-gram method's drafts) has its
+    rows shared out evenly among them: the records keep the count of passes, not each one's width."""
     widths: list[int] = []
     for result in results:
         for step in result.steps:
@@ -47,27 +49,42 @@ def verification_passes(results: list[StreamResult], chunk: int) -> list[int]:
                 continue
             if chunk > 0:
                 widths += [chunk] * (rows // chunk) + ([rows % chunk] if rows % chunk else [])
+            elif step.verify_passes > 1:
+                n = step.verify_passes
+                widths += [rows // n + (1 if i < rows % n else 0) for i in range(n)]
             else:
                 widths.append(rows)
     return widths
 
 
 def speed_bounds(
-    costs: PassCosts | None, metrics: dict[str, Any], widths: list[int]
+    costs: PassCosts | None, metrics: dict[str, Any], widths: list[int], draft_cost: float = 0.0
 ) -> tuple[float | None, float | None, float | None]:
     """(bound at c_min, bound for the run's own pass widths, c_run) at the method's A/D and A/O
-    (simul.machine.calibration); Nones without a calibration or a draft."""
+    (simul.machine.calibration); Nones without a calibration or a draft. ``draft_cost``: d, what drafting a
+    token costs in one-token passes of the target (a draft model's; 0 for the other drafters), added to
+    every row's c (simul.metrics.speed.modelled_speedup_with_draft)."""
     ad, ao = metrics.get("ad"), metrics.get("ao")
     if costs is None or not isinstance(ad, int | float) or not isinstance(ao, int | float) or ad <= 0:
         return None, None, None
-    at_min = calibrated_bound(costs, float(ad), float(ao))
-    at_run = calibrated_bound(costs, float(ad), float(ao), widths)
+    c_min = costs.run_row_cost([costs.draft])
     c_run = costs.run_row_cost(widths)
 
-    def r(x: float | None) -> float | None:
-        return None if x is None else round(x, 3)
+    def bound(c: float | None) -> float | None:
+        if c is None:
+            return None
+        return round(modelled_speedup_with_draft(float(ad) / 100.0, float(ao) / 100.0, c, draft_cost), 3)
 
-    return r(at_min), r(at_run), r(c_run)
+    return bound(c_min), bound(c_run), None if c_run is None else round(c_run, 3)
+
+
+def draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float:
+    """d of a draft-model method: its drafting seconds per drafted token over the calibrated one-token pass
+    of the target (0 for methods without a draft model, or without a calibration)."""
+    drafted = int(counts.get("model_drafted") or 0)
+    if costs is None or not drafted or "draft_seconds" not in counts or costs.one_token_ms <= 0:
+        return 0.0
+    return float(counts["draft_seconds"]) / drafted * 1000.0 / costs.one_token_ms
 
 
 def per_update(results: Sequence[StreamResult]) -> dict[str, float | None]:
@@ -91,11 +108,14 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
     chunk = int(outcome.run["config"].get("verify_chunk") or 0)
     for method in outcome.scored.methods_json():
         counts = method["counts"]
-        # the model of the bound is SSBD's (biased verification of the whole draft, logits at every row)
+        # every method that verifies drafts (not CD, which keeps its draft unverified): its own A/D and A/O,
+        # its own pass widths and, for a draft model, its drafting cost (simul.metrics.speed)
         bound_min = bound = c_run = None
-        if method.get("name") == "ssbd":
+        d = None
+        if method.get("name") not in ("rt", "cd"):
             widths = verification_passes(outcome.results.get(method["key"], []), chunk)
-            bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths)
+            d = draft_cost(counts, costs)
+            bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths, d)
         speedup = method["metrics"].get("speedup")
         rows.append(
             {
@@ -105,6 +125,7 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
                 "bound": bound,
                 "bound_c_min": bound_min,
                 "c_run": c_run,
+                "d_draft": None if d is None else round(d, 3),
                 "of_bound": round(speedup / bound, 3) if bound and isinstance(speedup, int | float) else None,
                 "time_split": time_split(counts),
                 "seconds": {
