@@ -76,9 +76,10 @@ def calibration_line(costs: PassCosts) -> str:
     return (
         f"Machine, calibrated before the run on {costs.threads} thread{'s' if costs.threads != 1 else ''}: "
         f"one-token pass {costs.one_token_ms:.2f} ms{single}, verified row {costs.row_ms:.2f} ms in a "
-        f"{costs.draft}-row pass, c_min {costs.c_min:.3f}. Bound: SSBD's speedup that the machine allows at "
-        "the run's A/D and A/O, 1/((1-A/O) + c*A/O/A/D), with c what the run's verification passes cost at "
-        "their widths as calibrated (c_min: if every pass were as wide as the calibration's)."
+        f"{costs.draft}-row pass, c_min {costs.c_min:.3f}. Bound: the speedup the machine allows each method "
+        "that verifies drafts at its own A/D and A/O, 1/((1-A/O) + (c+d)*A/O/A/D), with c what its "
+        "verification passes cost at their widths as calibrated (c_min: if every pass were as wide as the "
+        "calibration's) and d a draft model's seconds per drafted token over a one-token pass (else 0)."
     )
 
 
