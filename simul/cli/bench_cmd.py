@@ -97,6 +97,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--method",
+                metavar="<spec>",
                 help="Also run this method (repeatable) beside RT, SSBD and CD: a name (lookup, ngram-cache, "
                 "spec, bild, a plug-in) or a spec with its own options as `simul eval` takes them, e.g. "
                 '"ssbd --beta 0.2 --tail-draft lookup" (quote each spec).',

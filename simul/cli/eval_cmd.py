@@ -240,6 +240,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--method-option",
+                metavar="<name=value>",
                 help="An option of a method from outside simul, NAME=VALUE (repeatable); recorded in "
                 "run.json and in the method's key.",
             ),

@@ -94,6 +94,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--method",
+                metavar="<spec>",
                 help="Also run this method beside the sweep (repeatable), shown in a table of its own: "
                 + SPEC_HELP,
             ),
