@@ -24,7 +24,7 @@ from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, prin
 from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.eval_cmd import EndingOpt, ResyncOpt
 from simul.cli.ignored import refuse
-from simul.cli.method_specs import spec_methods, unique
+from simul.cli.method_specs import spec_methods
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import NOT_FOR_BENCH, RequestOptions
 from simul.cli.running import run_side_by_side_with_progress, run_with_progress
@@ -37,7 +37,7 @@ from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines, per_update_line
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import Ending
-from simul.request.methods import DEFAULT_BETA, Method
+from simul.request.methods import DEFAULT_BETA, Method, unique_methods
 from simul.request.ngram_settings import NgramDrafter
 
 
@@ -83,7 +83,7 @@ def bench_methods(
     if cd:
         methods.append(Method("cd"))
     methods += extra
-    return unique(methods)
+    return unique_methods(methods)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from simul.cli.draft_options import DraftOptions
+from simul.cli.option_groups import option_name
 from simul.cli.request_options import RequestOptions
 from simul.common.errors import UsageError
 from simul.request.methods import Method
@@ -45,11 +46,9 @@ def _method_parameters() -> set[str]:
     }
 
 
-def _parse(spec: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(method options, n-gram/draft options) given in ``spec``, parsed by `simul eval`'s command line; a
-    usage error naming the spec for anything else."""
-    from simul.cli import load_command
-
+def _parse(spec: str, command: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(method options, n-gram/draft options) given in ``spec``, parsed by `simul eval`'s command line
+    (``command``); a usage error naming the spec for anything else."""
     try:
         words = shlex.split(spec)
     except ValueError as error:
@@ -59,7 +58,6 @@ def _parse(spec: str) -> tuple[dict[str, Any], dict[str, Any]]:
             f"--method {spec!r}: a method spec starts with the method's name, then its options, e.g. "
             '"ssbd --beta 0.2 --tail-draft lookup"'
         )
-    command = load_command("eval")
     try:
         context = command.make_context("--method", ["--method", *words], resilient_parsing=False)
     except Exception as error:  # typer's copy of click's UsageError / BadParameter
@@ -72,9 +70,7 @@ def _parse(spec: str) -> tuple[dict[str, Any], dict[str, Any]]:
     }
     methods = _method_parameters()
     drafts = {f.name for f in dataclasses.fields(DraftOptions)}
-    others = sorted(
-        "--" + name.replace("_", "-") for name in given if name not in methods and name not in drafts
-    )
+    others = sorted(option_name(name) for name in given if name not in methods and name not in drafts)
     if others:
         raise UsageError(
             f"--method {spec!r}: {', '.join(others)} belong{'s' if len(others) == 1 else ''} to the whole "
@@ -93,26 +89,22 @@ def _uses_ngram(options: dict[str, Any]) -> bool:
 def spec_methods(specs: Iterable[str], request: RequestOptions, shared: DraftOptions) -> list[Method]:
     """The methods of the specs in order (without the RT baseline), each built as `simul eval` builds it;
     ``shared`` (the n-gram options outside the specs) fills what an n-gram method's spec leaves unset."""
-    methods = []
+    from simul.cli import load_command
+    from simul.cli.eval_cmd import eval_methods
+
+    specs = list(specs)
+    if not specs:
+        return []
+    command = load_command("eval")
+    methods: list[Method] = []
     for spec in specs:
-        options, own = _parse(spec)
+        options, own = _parse(spec, command)
         if _uses_ngram(options):
             for field in dataclasses.fields(DraftOptions):
                 if own.get(field.name) is None and getattr(shared, field.name) is not None:
                     own[field.name] = getattr(shared, field.name)
         try:
-            methods += eval_methods_of(request, DraftOptions(**own), options)
+            methods += eval_methods(request, DraftOptions(**own), False, **options)
         except UsageError as error:
             raise UsageError(f"--method {spec!r}: {error}") from None
     return methods
-
-
-def eval_methods_of(request: RequestOptions, drafts: DraftOptions, options: dict[str, Any]) -> list[Method]:
-    from simul.cli.eval_cmd import eval_methods
-
-    return eval_methods(request, drafts, False, **options)
-
-
-def unique(methods: Sequence[Method]) -> list[Method]:
-    """Each method once (by key), in the order first given."""
-    return list({m.key: m for m in methods}.values())

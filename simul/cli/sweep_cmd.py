@@ -11,7 +11,7 @@ from simul.cli.aliases import command_class, print_keep_hint
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json
 from simul.cli.draft_options import DraftOptions, TailDraftOpt
 from simul.cli.ignored import refuse, sweep_mask_options
-from simul.cli.method_specs import SPEC_HELP, spec_methods, unique
+from simul.cli.method_specs import SPEC_HELP, spec_methods
 from simul.cli.option_groups import with_group
 from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
@@ -21,7 +21,7 @@ from simul.reports.drafters import drafter_lines
 from simul.reports.tables import methods_table, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import MASK_MODES
-from simul.request.methods import DEFAULT_BETA
+from simul.request.methods import DEFAULT_BETA, unique_methods
 from simul.request.sweep import (
     parse_floats,
     parse_ints,
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
                 ]
             )
         tail = drafts.for_method("ssbd", tail_draft) if tail_draft is not None else None
-        methods = unique([*sweep_methods(betas, ks, masks, cd, mask_beta, agreements, tail), *extra])
+        methods = unique_methods([*sweep_methods(betas, ks, masks, cd, mask_beta, agreements, tail), *extra])
         evaluation = request.request(methods, extra_config={"sweep": {"mask_beta": mask_beta}})
         outcome = run_scaled(evaluation, scale.scaling(), quiet, f"{len(methods)} methods")
         report_sweep(outcome, mask_beta, as_json, quiet)

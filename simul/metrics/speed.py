@@ -134,16 +134,17 @@ def max_row_cost(target: float, ad: float, ao: float) -> float:
 
 
 def calibrated_bound(
-    costs: PassCosts, ad: float, ao: float, pass_rows: Sequence[int] | None = None
+    costs: PassCosts, ad: float, ao: float, pass_rows: Sequence[int] | None = None, draft_cost: float = 0.0
 ) -> float | None:
     """The speedup the calibrated machine allows at A/D and A/O given in percent (simul.machine.calibration):
 
         bound_run = modelled_speedup(A/D, A/O, c_run)    c_run = costs.run_row_cost(pass_rows)
 
     for verification passes of ``pass_rows`` rows (the run's own drafts), or with every pass the
-    calibration's DRAFT rows wide when ``pass_rows`` is None, i.e. at c = c_min (``bound``). None where A/D
-    is 0 or there are no rows."""
+    calibration's DRAFT rows wide when ``pass_rows`` is None, i.e. at c = c_min (``bound``), with
+    ``draft_cost`` (d, a draft model's cost per drafted token in one-token passes; 0 for other drafters)
+    added to c (:func:`modelled_speedup_with_draft`). None where A/D is 0 or there are no rows."""
     c = costs.run_row_cost(list(pass_rows) if pass_rows is not None else [costs.draft])
     if ad <= 0 or c is None:
         return None
-    return modelled_speedup(ad / 100.0, ao / 100.0, c)
+    return modelled_speedup_with_draft(ad / 100.0, ao / 100.0, c, draft_cost)

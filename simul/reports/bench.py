@@ -13,7 +13,7 @@ from typing import Any
 
 from simul.decoding.records import StreamResult
 from simul.machine.calibration import PassCosts
-from simul.metrics.speed import modelled_speedup_with_draft
+from simul.metrics.speed import calibrated_bound
 from simul.reports.agreement import agreement
 from simul.reports.timing_notes import TimingNotes
 from simul.runs.evaluation import EvalOutcome
@@ -67,15 +67,14 @@ def speed_bounds(
     ad, ao = metrics.get("ad"), metrics.get("ao")
     if costs is None or not isinstance(ad, int | float) or not isinstance(ao, int | float) or ad <= 0:
         return None, None, None
-    c_min = costs.run_row_cost([costs.draft])
+    at_min = calibrated_bound(costs, float(ad), float(ao), draft_cost=draft_cost)
+    at_run = calibrated_bound(costs, float(ad), float(ao), widths, draft_cost)
     c_run = costs.run_row_cost(widths)
 
-    def bound(c: float | None) -> float | None:
-        if c is None:
-            return None
-        return round(modelled_speedup_with_draft(float(ad) / 100.0, float(ao) / 100.0, c, draft_cost), 3)
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, 3)
 
-    return bound(c_min), bound(c_run), None if c_run is None else round(c_run, 3)
+    return r(at_min), r(at_run), r(c_run)
 
 
 def draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float:

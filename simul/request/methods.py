@@ -181,6 +181,11 @@ class Method(MethodSettings):
         return tuple(names)
 
 
+def unique_methods(methods: Iterable[Method]) -> list[Method]:
+    """Each method once (by key), in the order first given."""
+    return list({m.key: m for m in methods}.values())
+
+
 def methods_for(
     method: MethodName,
     beta: float,

@@ -12,7 +12,7 @@ from typing import Any
 
 from simul.common.errors import UsageError
 from simul.request.method_settings import MASK_MODES, MaskMode
-from simul.request.methods import Method
+from simul.request.methods import Method, unique_methods
 from simul.request.ngram_settings import NgramDraft
 
 
@@ -66,13 +66,7 @@ def sweep_methods(
                 methods.append(Method("ssbd", beta=mask_beta, mask_k=k, mask=mode, ngram=tail))
     for n in agreements:
         methods.append(Method("ssbd", beta=mask_beta, display="local-agreement", agreement=n, ngram=tail))
-    seen: set[str] = set()
-    unique = []
-    for m in methods:
-        if m.key not in seen:
-            seen.add(m.key)
-            unique.append(m)
-    return unique
+    return unique_methods(methods)
 
 
 def table3_rows(methods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
