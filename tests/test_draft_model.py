@@ -23,7 +23,9 @@ from simul.decoding.backend.vocabulary import VocabularyFacts, first_difference
 from simul.decoding.draft_model import DraftSettings
 from simul.decoding.early_exit import early_exit_copy, read_early_exit, truncate_model
 from simul.decoding.engine import Engine, EngineSettings
+from simul.machine.calibration import PassCosts
 from simul.metrics.families.speed import acceptance_by_position
+from simul.reports.bench import draft_cost, run_draft_cost
 from simul.reports.draft_notes import draft_model_lines
 from simul.request.methods import Method
 from simul.testing.tiny_gguf import build_tiny_gguf
@@ -285,7 +287,8 @@ def test_acceptance_by_position_and_the_caption() -> None:
     assert line == (
         "SPEC: 5.0 draft passes per update; 2.22 ms drafting per drafted token "
         "(target one-token pass 4.00 ms); "
-        f"kept by draft position 0.75 0.33 0.50; Leviathan bound {bound:.2f}x (alpha 0.71, K 3, c_L 0.25)"
+        f"kept by draft position 0.75 0.33 0.50; Leviathan bound {bound:.2f}x "
+        "(alpha 0.71, K 3, c_L 0.25 from the run)"
     )
 
 
@@ -550,3 +553,80 @@ def test_spec_on_a_talk(pair: dict[str, Path]) -> None:
     assert [s.output for s in spec.steps] == [s.output for s in rt.steps]
     assert sum(len(s.model_drafts) for s in spec.steps) > 0
     assert {(d.drafter, d.rule) for d in recorded.of_kind(tr.VERIFY)} == {("model", "exact")}
+
+
+# -- calibrated draft costs (simul bench) -----------------------------------------------------------------
+
+
+def test_the_caption_takes_c_l_from_the_calibration_when_there_is_one() -> None:
+    counts = {
+        "draft_passes": 20,
+        "draft_seconds": 0.02,
+        "model_drafted": 9,
+        "model_accepted": 5,
+        "model_rejections": 2,
+        "steps": 4,
+        "decode_seconds": 0.04,
+        "decode_passes": 10,
+    }
+    costs = PassCosts(2, 4.0, 1.0, 16, None, draft_one_token_ms=1.2)
+    (line,) = draft_model_lines([{"label": "SPEC", "counts": counts, "draft_max": 3}], costs)
+    alpha = 5 / 7
+    bound = (1 - alpha**4) / ((1 - alpha) * (3 * 0.3 + 1))
+    assert line.endswith(f"Leviathan bound {bound:.2f}x (alpha 0.71, K 3, c_L 0.30 calibrated)"), line
+    (line,) = draft_model_lines(
+        [{"label": "SPEC", "counts": counts, "draft_max": 3}], replace(costs, draft_one_token_ms=None)
+    )
+    assert line.endswith("c_L 0.25 from the run)"), line
+
+
+def test_d_comes_from_the_calibrated_draft_pass_and_the_run_counts() -> None:
+    counts = {"draft_passes": 20, "draft_seconds": 0.02, "model_drafted": 8}
+    costs = PassCosts(2, 4.0, 1.0, 16, None, draft_one_token_ms=2.0)
+    # c_L = 2 / 4 = 0.5; d = c_L x draft passes / drafted tokens = 0.5 x 20 / 8
+    assert draft_cost(counts, costs) == pytest.approx(1.25)
+    # as the run measured it: 0.02 s / 8 tokens = 2.5 ms per token over a 4 ms one-token pass
+    assert run_draft_cost(counts, costs) == pytest.approx(0.625)
+    assert draft_cost(counts, replace(costs, draft_one_token_ms=None)) == pytest.approx(0.625)
+    assert draft_cost({"draft_passes": 0, "model_drafted": 0}, costs) == 0.0
+    assert draft_cost(counts, None) == 0.0 and run_draft_cost(counts, None) is None
+
+
+def test_the_calibrated_draft_pass_round_trips_and_damage_is_refused() -> None:
+    costs = PassCosts(2, 4.0, 1.0, 16, None, ((16, 16.0),), draft_one_token_ms=1.5)
+    data = costs.to_json()
+    assert data["draft_one_token_ms"] == 1.5 and data["c_draft"] == 0.375
+    assert PassCosts.from_json(data) == costs
+    assert "draft_one_token_ms" not in replace(costs, draft_one_token_ms=None).to_json()
+    assert PassCosts.from_json({**data, "draft_one_token_ms": -1.0}) is None
+    assert PassCosts.from_json({**data, "draft_one_token_ms": "x"}) is None
+
+
+def test_bench_calibrates_the_draft_model_and_bounds_spec_with_it(
+    pair: dict[str, Path], streams_file: Path
+) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "--model",
+            str(pair["target"]),
+            "--streams",
+            str(streams_file),
+            "--threads",
+            "2",
+            "--no-cd",
+            "--method",
+            "spec --draft-max 3",
+            "--draft-model",
+            str(pair["first1"]),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    costs = PassCosts.from_json(doc["pass_costs"])
+    assert costs is not None and costs.draft_one_token_ms is not None and costs.c_draft is not None
+    (row,) = [m for m in doc["methods"] if m["key"].startswith("spec")]
+    assert row["d_draft"] is not None and row["d_draft_run"] is not None
+    assert "calibrated)" in " ".join(result.stderr.split())

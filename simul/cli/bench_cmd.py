@@ -157,7 +157,7 @@ def register(app: typer.Typer) -> None:
             err_console.print(per_update_line(rows))
             for line in drafter_lines(outcome.scored.methods_json()):
                 err_console.print(line)
-            for line in draft_model_lines(outcome.scored.methods_json()):
+            for line in draft_model_lines(outcome.scored.methods_json(), costs):
                 err_console.print(line)
             if batched is not None:
                 labels = {row["key"]: row["label"] for row in rows}

@@ -28,7 +28,7 @@ from simul.decoding.records import StreamResult
 from simul.decoding.scheduler import BatchScheduler
 from simul.decoding.stream import StreamDecoder
 from simul.machine import clock
-from simul.machine.calibration import PassCosts, calibrate
+from simul.machine.calibration import PassCosts, calibrate, calibrate_draft
 from simul.machine.cpu_usage import CpuMeter
 from simul.machine.threads import choose_threads
 from simul.request.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
@@ -124,8 +124,11 @@ class Engine:
         # in one piece and off the clocks: under `simul bench --parallel` the N = 1 lane's wall time is
         # what its decoding took, and the calibration's passes are timed without the other lane's turns
         with clock.untimed(), pass_hook_suspended():
-            self.pass_costs = calibrate(self.backend, single_thread=on_cpu, prompt_tokens=prompt)
-        return self.pass_costs
+            costs = calibrate(self.backend, single_thread=on_cpu, prompt_tokens=prompt)
+            if self.draft is not None:  # c_L of Leviathan et al.: the same prompt, the same vocabulary
+                costs = calibrate_draft(costs, self.draft.backend, prompt)
+        self.pass_costs = costs
+        return costs
 
     def close(self) -> None:
         if self.draft is not None:

@@ -51,6 +51,7 @@ throttled), and is marked too.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,6 +97,16 @@ class PassCosts:
     draft: int
     one_token_single_ms: float | None  # with one thread; None when the run has one thread or a GPU
     widths: tuple[tuple[int, float], ...] = ()  # (rows, ms per pass) of verification passes, by rows
+    # the draft model's one-token pass after the same prompt (issue 34), when the run has a draft model
+    draft_one_token_ms: float | None = None
+
+    @property
+    def c_draft(self) -> float | None:
+        """c_L of Leviathan et al. (ICML 2023, Theorem 3.8): the draft model's one-token pass over the
+        target's, both calibrated on the run's own prompt, model files and threads."""
+        if self.draft_one_token_ms is None or self.one_token_ms <= 0:
+            return None
+        return self.draft_one_token_ms / self.one_token_ms
 
     def pass_ms(self, rows: int) -> float:
         """T(rows): milliseconds of a verification pass of ``rows`` rows, linear between the measured widths
@@ -161,6 +172,15 @@ class PassCosts:
             "efficiency": None if eff is None else round(eff, 3),
             "widths": [[n, round(ms, 3)] for n, ms in self.widths],
             "problem": self.problem(),
+            # only with a draft model, so that other runs' records keep their keys
+            **(
+                {}
+                if self.draft_one_token_ms is None
+                else {
+                    "draft_one_token_ms": round(self.draft_one_token_ms, 3),
+                    "c_draft": round(self.c_draft or 0.0, 4),
+                }
+            ),
         }
 
     @classmethod
@@ -180,6 +200,9 @@ class PassCosts:
                 draft=int(data["draft"]),
                 one_token_single_ms=None if single is None else float(single),
                 widths=tuple(sorted(widths)),
+                draft_one_token_ms=None
+                if data.get("draft_one_token_ms") is None
+                else float(data["draft_one_token_ms"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -187,6 +210,10 @@ class PassCosts:
             costs.one_token_ms > 0
             and costs.row_ms >= 0
             and np.isfinite([costs.one_token_ms, costs.row_ms]).all()
+        ):
+            return None
+        if costs.draft_one_token_ms is not None and not (
+            costs.draft_one_token_ms > 0 and np.isfinite(costs.draft_one_token_ms)
         ):
             return None
         return costs
@@ -213,14 +240,7 @@ def calibrate(
     draft_tokens = [int(t) for t in np.resize(np.array(prompt[1:], dtype=np.int64), draft)]
 
     def one_token() -> float:
-        backend.reset()
-        rows = backend.eval(prompt, logits_from=len(prompt) - 1)
-        token = int(np.argmax(rows[-1]))
-        start = clock()
-        for _ in range(passes):
-            rows = backend.eval([token], logits_from=0)
-            token = int(np.argmax(rows[-1]))
-        return (clock() - start) / passes * 1000.0
+        return _one_token_pass(backend, prompt, passes, clock)
 
     def verify(rows: int) -> float:
         backend.reset()
@@ -243,6 +263,38 @@ def calibrate(
     finally:
         backend.reset()
     return PassCosts(backend.n_threads, one, row, draft, single, tuple(sorted(timed.items())))
+
+
+def _one_token_pass(
+    backend: Calibratable, prompt: list[int], passes: int, clock: Callable[[], float]
+) -> float:
+    """Milliseconds per one-token pass, greedy from the end of ``prompt`` (the cache cleared first)."""
+    backend.reset()
+    rows = backend.eval(prompt, logits_from=len(prompt) - 1)
+    token = int(np.argmax(rows[-1]))
+    start = clock()
+    for _ in range(passes):
+        rows = backend.eval([token], logits_from=0)
+        token = int(np.argmax(rows[-1]))
+    return (clock() - start) / passes * 1000.0
+
+
+def calibrate_draft(
+    costs: PassCosts,
+    draft: Calibratable,
+    prompt_tokens: Sequence[int],
+    passes: int = PASSES,
+    repeats: int = REPEATS,
+    clock: Callable[[], float] = lane_wall,
+) -> PassCosts:
+    """``costs`` with the draft model's one-token pass, measured as the target's was (best of ``repeats``
+    runs of ``passes`` greedy passes after the same prompt: the draft shares the target's vocabulary); the
+    draft's cache is cleared before and after."""
+    try:
+        ms = _best(repeats, partial(_one_token_pass, draft, list(prompt_tokens), passes, clock))
+    finally:
+        draft.reset()
+    return dataclasses.replace(costs, draft_one_token_ms=ms)
 
 
 def run_slowdown(costs: PassCosts, decode_seconds: float, decode_passes: int) -> float | None:

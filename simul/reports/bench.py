@@ -78,11 +78,26 @@ def speed_bounds(
 
 
 def draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float:
-    """d of a draft-model method: its drafting seconds per drafted token over the calibrated one-token pass
-    of the target (0 for methods without a draft model, or without a calibration)."""
+    """d of a draft-model method, what drafting a token costs in one-token passes of the target, from the
+    calibrated costs and the run's counts: c_L x draft passes / drafted tokens, c_L the calibrated draft
+    pass over the target's (PassCosts.c_draft). Without a calibrated draft pass: the run's drafting seconds
+    per drafted token over the calibrated one-token pass of the target (:func:`run_draft_cost`). 0 for
+    methods without a draft model, or without a calibration."""
+    drafted = int(counts.get("model_drafted") or 0)
+    if costs is None or not drafted:
+        return 0.0
+    c_draft = costs.c_draft
+    if c_draft is None or "draft_passes" not in counts:
+        return run_draft_cost(counts, costs) or 0.0
+    return c_draft * int(counts["draft_passes"]) / drafted
+
+
+def run_draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float | None:
+    """d as the run measured it: drafting seconds per drafted token (the draft model's passes and the
+    drafter's Python) over the calibrated one-token pass of the target; None without a draft model."""
     drafted = int(counts.get("model_drafted") or 0)
     if costs is None or not drafted or "draft_seconds" not in counts or costs.one_token_ms <= 0:
-        return 0.0
+        return None
     return float(counts["draft_seconds"]) / drafted * 1000.0 / costs.one_token_ms
 
 
@@ -110,10 +125,11 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
         # every method that verifies drafts (not CD, which keeps its draft unverified): its own A/D and A/O,
         # its own pass widths and, for a draft model, its drafting cost (simul.metrics.speed)
         bound_min = bound = c_run = None
-        d = None
+        d = d_run = None
         if method.get("name") not in ("rt", "cd"):
             widths = verification_passes(outcome.results.get(method["key"], []), chunk)
             d = draft_cost(counts, costs)
+            d_run = run_draft_cost(counts, costs)
             bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths, d)
         speedup = method["metrics"].get("speedup")
         rows.append(
@@ -125,6 +141,7 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
                 "bound_c_min": bound_min,
                 "c_run": c_run,
                 "d_draft": None if d is None else round(d, 3),
+                "d_draft_run": None if d_run is None else round(d_run, 3),
                 "of_bound": round(speedup / bound, 3) if bound and isinstance(speedup, int | float) else None,
                 "time_split": time_split(counts),
                 "seconds": {

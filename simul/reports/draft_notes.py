@@ -7,8 +7,10 @@ the time goes (issue 34, part 4), from run.json's counts of the method.
 * Leviathan et al.'s expected walltime improvement (ICML 2023, Theorem 3.8; simul.metrics.speed.
   leviathan_speedup) with the measured acceptance alpha = kept / (kept + rejected drafts) (the maximum
   likelihood estimate of an i.i.d. per-token acceptance from drafts that end at their first rejection),
-  K = --draft-max and c_L = the draft model's seconds per pass over the target's per one-token pass of the
-  same run (``simul bench``'s calibrated costs would be steadier; not yet used).
+  K = --draft-max and c_L = the draft model's one-token pass over the target's: calibrated (both measured
+  on the run's prompt before decoding, simul.machine.calibration.calibrate_draft) where ``simul bench``
+  passes its costs, else the draft model's seconds per pass over the target's per one-token pass of the
+  same run (which include the drafter's Python and catch-up passes of several tokens).
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from simul.common.safe_text import markup
+from simul.machine.calibration import PassCosts
 from simul.metrics.speed import leviathan_speedup
 
 
-def draft_model_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per method row whose counts hold the draft model's (none for other methods)."""
+def draft_model_lines(rows: Sequence[dict[str, Any]], costs: PassCosts | None = None) -> list[str]:
+    """One line per method row whose counts hold the draft model's (none for other methods); ``costs``: the
+    calibration, whose draft pass gives c_L when it has one."""
     lines = []
     for row in rows:
         counts = row.get("counts") or {}
@@ -48,10 +52,12 @@ def draft_model_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         rejections = int(counts.get("model_rejections", 0))
         if drafted and passes and one_token and row.get("draft_max"):
             alpha = kept / (kept + rejections) if kept + rejections else 0.0
-            c_draft = (seconds / passes) / one_token
+            calibrated = costs.c_draft if costs is not None else None
+            c_draft = calibrated if calibrated is not None else (seconds / passes) / one_token
             bound = leviathan_speedup(min(alpha, 1.0), int(row["draft_max"]), c_draft)
             parts.append(
-                f"Leviathan bound {bound:.2f}x (alpha {alpha:.2f}, K {row['draft_max']}, c_L {c_draft:.2f})"
+                f"Leviathan bound {bound:.2f}x (alpha {alpha:.2f}, K {row['draft_max']}, "
+                f"c_L {c_draft:.2f}{' calibrated' if calibrated is not None else ' from the run'})"
             )
         lines.append(markup(f"{row.get('label', row.get('key'))}: " + "; ".join(parts), newlines=False))
     return lines
