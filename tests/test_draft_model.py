@@ -25,6 +25,7 @@ from simul.decoding.early_exit import early_exit_copy, read_early_exit, truncate
 from simul.decoding.engine import Engine, EngineSettings
 from simul.machine.calibration import PassCosts
 from simul.metrics.families.speed import acceptance_by_position
+from simul.metrics.registry import DRAFT_MODEL_METRICS
 from simul.reports.bench import draft_cost, run_draft_cost
 from simul.reports.draft_notes import draft_model_lines
 from simul.request.methods import Method
@@ -262,6 +263,60 @@ def test_spec_records_its_draft_model(pair: dict[str, Path], streams_file: Path,
     )
     assert counts["model_rejections"] == sum(1 for offered, kept in drafts if kept < offered) > 0
     assert len(counts["acceptance_by_position"]) == max(d[0] for d in drafts)
+    # the draft figures `simul diff` compares: only for the method that drafts with the model
+    assert not set(DRAFT_MODEL_METRICS) & set(rt["metrics"])
+    metrics = spec["metrics"]
+    assert metrics["draft_acceptance"] == round(100 * counts["model_accepted"] / counts["model_drafted"], 2)
+    assert metrics["draft_ms"] == pytest.approx(
+        1000 * counts["draft_seconds"] / counts["model_drafted"], abs=2e-3
+    )
+    one_token = counts["decode_seconds"] / counts["decode_passes"]
+    assert metrics["draft_cost"] == pytest.approx(
+        counts["draft_seconds"] / counts["model_drafted"] / one_token, rel=2e-3, abs=2e-3
+    )
+
+
+def test_diff_compares_the_draft_figures(pair: dict[str, Path], streams_file: Path, tmp_path: Path) -> None:
+    runs = []
+    for name, p_min in (("a", "0.2"), ("b", "0.9")):
+        out = tmp_path / name
+        args = eval_args(
+            pair["target"], streams_file, "--method", "spec", "--draft-model", str(pair["draft"])
+        )
+        result = runner.invoke(
+            app, [*args, "--threads", "1", "--draft-max", "3", "--draft-p-min", p_min, "-o", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        runs.append(out)
+    keys = [m["key"] for m in json.loads((runs[1] / "run.json").read_text())["methods"]]
+    a_key = next(
+        m["key"] for m in json.loads((runs[0] / "run.json").read_text())["methods"] if m["key"] != "rt"
+    )
+    diff = runner.invoke(
+        app,
+        [
+            "diff",
+            str(runs[0]),
+            str(runs[1]),
+            "--pair",
+            f"{a_key}={keys[1]}",
+            "--json",
+            "--max-drop",
+            "draft_acceptance=100",
+            "--max-increase",
+            "draft_cost=none",
+        ],
+    )
+    assert diff.exit_code == 0, diff.output
+    doc = json.loads(diff.stdout)
+    spec = next(m for m in doc["methods"] if m["base"] == a_key)
+    rows = {r["name"]: r for r in spec["metrics"]}
+    assert {"draft_acceptance", "draft_ms", "draft_cost"} <= set(rows)
+    assert rows["draft_acceptance"]["threshold"] == 100.0 and rows["draft_acceptance"]["higher_is_better"]
+    rt = next(m for m in doc["methods"] if m["base"] == "rt")
+    assert not {"draft_acceptance", "draft_ms", "draft_cost"} & {r["name"] for r in rt["metrics"]}
+    wrong = runner.invoke(app, ["diff", str(runs[0]), str(runs[1]), "--max-drop", "draft_ms=1"])
+    assert wrong.exit_code == 2 and "use --max-increase" in wrong.output
 
 
 def test_acceptance_by_position_and_the_caption() -> None:

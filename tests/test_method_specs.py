@@ -73,6 +73,14 @@ def test_bad_specs_are_refused_naming_the_spec(spec: str, message: str) -> None:
     assert message in text and f"--method {spec!r}" in text, text
 
 
+@pytest.mark.parametrize("spec", ["bogus", "mypkg.methods:"])
+def test_a_spec_with_a_bad_method_name_names_the_option_once(spec: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        spec_methods([spec], RequestOptions(), DraftOptions())
+    text = str(caught.value)
+    assert text.startswith(f"--method {spec!r}: ") and text.count("--method") == 1, text
+
+
 def test_bench_and_sweep_run_several_specs_in_one_run(tiny_model: Path, tmp_path: Path) -> None:
     streams = tmp_path / "streams.jsonl"
     write_streams(streams, make_streams())

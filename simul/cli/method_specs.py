@@ -106,5 +106,7 @@ def spec_methods(specs: Iterable[str], request: RequestOptions, shared: DraftOpt
         try:
             methods += eval_methods(request, DraftOptions(**own), False, **options)
         except UsageError as error:
-            raise UsageError(f"--method {spec!r}: {error}") from None
+            # eval's messages say "--method NAME ..." themselves: the spec names the option once
+            text = str(error).removeprefix("--method ")
+            raise UsageError(f"--method {spec!r}: {text}") from None
     return methods

@@ -77,6 +77,23 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("p50_update_ms", False, "p50 ms", "median time per update, prompt included", timing=True),
         MetricInfo("p95_update_ms", False, "p95 ms", "95th percentile time per update", timing=True),
         MetricInfo("agreement_rt", True, "=RT", "share of steps whose output equals RT's, percent"),
+        # methods that draft with a draft model only (spec, bild, SSBD's --tail-draft model; issue 34)
+        MetricInfo(
+            "draft_acceptance",
+            True,
+            "Draft A",
+            "draft-model tokens kept / draft-model tokens drafted, percent",
+        ),
+        MetricInfo(
+            "draft_ms", False, "Draft ms", "draft model's milliseconds per drafted token", timing=True
+        ),
+        MetricInfo(
+            "draft_cost",
+            False,
+            "d",
+            "draft time per drafted token / time per one-token decode of the target (same run)",
+            timing=True,
+        ),
         # long-form runs (whole talks), OmniSTEval's definitions (simul.metrics.longform.latency)
         MetricInfo("long_yaal", False, "LongYAAL", "long-form YAAL over re-segmented talks (IWSLT 2026)"),
         MetricInfo("long_laal", False, "LongLAAL", "long-form LAAL (= StreamLAAL) over re-segmented talks"),
@@ -130,3 +147,7 @@ def metric_info(name: str) -> MetricInfo:
         return METRICS[name]
     except KeyError:
         raise UsageError(f"unknown metric {name!r}; known metrics: {', '.join(METRICS)}") from None
+
+
+# present in a method's metrics only when it drafts with a draft model (simul.metrics.families.speed)
+DRAFT_MODEL_METRICS = ("draft_acceptance", "draft_ms", "draft_cost")

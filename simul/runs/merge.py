@@ -27,7 +27,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.decoding.records import StreamResult
 from simul.machine.environment import now
 from simul.metrics.comet import load_comet
-from simul.metrics.registry import METRICS
+from simul.metrics.registry import DRAFT_MODEL_METRICS, METRICS
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
 from simul.runs.conditions import decoding_differences
 from simul.runs.directory import (
@@ -366,7 +366,11 @@ def _shard_summary(s: ShardRun) -> dict[str, Any]:
     config = s.run.get("config", {})
     timing = {
         m["key"]: {
-            **{name: m["metrics"].get(name) for name, info in METRICS.items() if info.timing},
+            **{
+                name: m["metrics"].get(name)
+                for name, info in METRICS.items()
+                if info.timing and (name in m["metrics"] or name not in DRAFT_MODEL_METRICS)
+            },
             **{k: m.get("counts", {}).get(k) for k in ("gen_seconds", "prompt_seconds", "output_tokens")},
         }
         for m in s.run.get("methods", [])

@@ -4,7 +4,17 @@ behind them.
 
     efficiency = speedup / ideal speedup        (ideal speedup = 1 / (1 - A/O), simul.metrics.acceptance)
 
-RT's speedups are 1 by definition; another method's are None when the run has no RT with a TPS."""
+RT's speedups are 1 by definition; another method's are None when the run has no RT with a TPS.
+
+A method that drafts with a draft model (spec, bild, SSBD's --tail-draft model; issue 34) has three more:
+
+    draft_acceptance = draft-model tokens kept / drafted x 100
+    draft_ms         = 1000 x draft seconds / drafted tokens
+    draft_cost (d)   = (draft seconds / drafted tokens) / (decode seconds / decode passes)
+
+d is the drafting cost per token in one-token passes of the target, as in the speed model with a draft
+(simul.metrics.speed.modelled_speedup_with_draft); c_L of Leviathan et al. (ICML 2023, Theorem 3.8) is the
+same ratio per draft pass."""
 
 from __future__ import annotations
 
@@ -43,12 +53,27 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
     verify_rows = sum(s.verify_rows for s in steps)
     decode_passes = sum(s.decode_passes for s in steps)
     counts: dict[str, object] = {}
+    draft_metrics: dict[str, float | None] = {}
     if method.uses_draft_model:  # only then, so that other methods' run files keep their keys
         # the draft model's passes and seconds: (draft_seconds / draft_passes) / (decode_seconds /
         # decode_passes) is its pass cost in one-token target passes, c_L of Leviathan et al.'s Theorem 3.8
         drafts = [d for s in steps for d in s.model_drafts]
+        draft_seconds = sum(s.t_draft for s in steps)
+        drafted = sum(offered for offered, _ in drafts)
+        kept = sum(kept for _, kept in drafts)
+        one_token = decode_seconds / decode_passes if decode_passes else 0.0
+        draft_metrics = {
+            # draft acceptance = kept / drafted x 100; d = (draft seconds / drafted) / (decode seconds /
+            # decode passes), the drafting cost per token in the speed model (simul.metrics.speed.
+            # modelled_speedup_with_draft)
+            "draft_acceptance": round(100.0 * kept / drafted, 2) if drafted else None,
+            "draft_ms": round(1000.0 * draft_seconds / drafted, 3) if drafted else None,
+            "draft_cost": round(draft_seconds / drafted / one_token, 3)
+            if drafted and one_token > 0
+            else None,
+        }
         counts = {
-            "draft_seconds": round(sum(s.t_draft for s in steps), 4),
+            "draft_seconds": round(draft_seconds, 4),
             "draft_passes": sum(s.draft_passes for s in steps),
             "model_drafts": len(drafts),
             "model_drafted": sum(offered for offered, _ in drafts),
@@ -66,6 +91,7 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
             "row_cost": rounded(row_cost(verify_seconds, verify_rows, decode_seconds, decode_passes), 3),
             "p50_update_ms": round(spd.p50_update_ms, 2),
             "p95_update_ms": round(spd.p95_update_ms, 2),
+            **draft_metrics,
         },
         counts={
             "gen_seconds": round(spd.gen_seconds, 4),
