@@ -26,6 +26,7 @@ from simul.decoding.engine import Engine, EngineSettings
 from simul.machine.calibration import PassCosts
 from simul.metrics.families.speed import acceptance_by_position
 from simul.metrics.registry import DRAFT_MODEL_METRICS
+from simul.metrics.speed import modelled_speedup_with_draft
 from simul.reports.bench import draft_cost, run_draft_cost
 from simul.reports.draft_notes import draft_model_lines
 from simul.request.methods import Method
@@ -673,6 +674,8 @@ def test_bench_calibrates_the_draft_model_and_bounds_spec_with_it(
             "--no-cd",
             "--method",
             "spec --draft-max 3",
+            "--method",
+            "ssbd --beta 0.2 --tail-draft model --draft-max 3",
             "--draft-model",
             str(pair["first1"]),
             "--json",
@@ -682,6 +685,13 @@ def test_bench_calibrates_the_draft_model_and_bounds_spec_with_it(
     doc = json.loads(result.stdout)
     costs = PassCosts.from_json(doc["pass_costs"])
     assert costs is not None and costs.draft_one_token_ms is not None and costs.c_draft is not None
-    (row,) = [m for m in doc["methods"] if m["key"].startswith("spec")]
-    assert row["d_draft"] is not None and row["d_draft_run"] is not None
+    rows = {m["key"].split("-")[0] + ("-tail" if "tailmodel" in m["key"] else ""): m for m in doc["methods"]}
+    spec, tail = rows["spec"], rows["ssbd-tail"]
     assert "calibrated)" in " ".join(result.stderr.split())
+    # spec drafts only with the model; SSBD's previous output drafts for free beside its model tail
+    assert spec["d_share"] == 1.0 and 0.0 < tail["d_share"] < 1.0
+    for row in (spec, tail):
+        assert row["d_draft"] is not None and row["d_draft_run"] is not None
+        ad, ao = row["metrics"]["ad"] / 100, row["metrics"]["ao"] / 100
+        expected = modelled_speedup_with_draft(ad, ao, row["c_run"], row["d_draft"] * row["d_share"])
+        assert row["bound"] == pytest.approx(expected, rel=5e-3, abs=5e-3)

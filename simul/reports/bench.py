@@ -92,6 +92,15 @@ def draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float:
     return c_draft * int(counts["draft_passes"]) / drafted
 
 
+def model_share(counts: dict[str, Any], results: Sequence[StreamResult]) -> float:
+    """The draft model's share of a method's drafted tokens: 1 for spec and bild, less for SSBD with a
+    draft-model tail, whose previous output drafts for free. The speed model's d is per drafted token of
+    any drafter (A/D's denominator), so the bound charges d x this share (0 without a draft model)."""
+    drafted = sum(s.drafted_total for r in results for s in r.steps)
+    model = int(counts.get("model_drafted") or 0)
+    return min(model / drafted, 1.0) if drafted > 0 else 0.0
+
+
 def run_draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float | None:
     """d as the run measured it: drafting seconds per drafted token (the draft model's passes and the
     drafter's Python) over the calibrated one-token pass of the target; None without a draft model."""
@@ -125,12 +134,14 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
         # every method that verifies drafts (not CD, which keeps its draft unverified): its own A/D and A/O,
         # its own pass widths and, for a draft model, its drafting cost (simul.metrics.speed)
         bound_min = bound = c_run = None
-        d = d_run = None
+        d = d_run = share = None
         if method.get("name") not in ("rt", "cd"):
-            widths = verification_passes(outcome.results.get(method["key"], []), chunk)
+            results = outcome.results.get(method["key"], [])
+            widths = verification_passes(results, chunk)
             d = draft_cost(counts, costs)
             d_run = run_draft_cost(counts, costs)
-            bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths, d)
+            share = model_share(counts, results)
+            bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths, d * share)
         speedup = method["metrics"].get("speedup")
         rows.append(
             {
@@ -142,6 +153,7 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
                 "c_run": c_run,
                 "d_draft": None if d is None else round(d, 3),
                 "d_draft_run": None if d_run is None else round(d_run, 3),
+                "d_share": None if share is None else round(share, 4),
                 "of_bound": round(speedup / bound, 3) if bound and isinstance(speedup, int | float) else None,
                 "time_split": time_split(counts),
                 "seconds": {
