@@ -268,12 +268,17 @@ def test_spec_records_its_draft_model(pair: dict[str, Path], streams_file: Path,
     assert not set(DRAFT_MODEL_METRICS) & set(rt["metrics"])
     metrics = spec["metrics"]
     assert metrics["draft_acceptance"] == round(100 * counts["model_accepted"] / counts["model_drafted"], 2)
+    # the timing figures from the steps' own seconds (timings.jsonl: 6 decimals a step; the counts round
+    # their sums to 4, too coarse for the tiny model's milliseconds)
+    timed = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
+    draft_seconds = sum(t.get("t_draft", 0.0) for t in timed if t["method"] == spec["key"])
+    decode_seconds = sum(t["t_decode"] for t in timed if t["method"] == spec["key"])
+    one_token = decode_seconds / counts["decode_passes"]
     assert metrics["draft_ms"] == pytest.approx(
-        1000 * counts["draft_seconds"] / counts["model_drafted"], abs=2e-3
+        1000 * draft_seconds / counts["model_drafted"], rel=5e-3, abs=2e-3
     )
-    one_token = counts["decode_seconds"] / counts["decode_passes"]
     assert metrics["draft_cost"] == pytest.approx(
-        counts["draft_seconds"] / counts["model_drafted"] / one_token, rel=2e-3, abs=2e-3
+        draft_seconds / counts["model_drafted"] / one_token, rel=5e-3, abs=2e-3
     )
 
 

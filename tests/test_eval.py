@@ -97,8 +97,8 @@ def test_interrupted_run_resumes_to_the_same_figures(
 
     resumed = run_evaluation(request(tmp_path / "cut", resume=True))
     assert resumed.complete and resumed.streams_done == len(make_streams())
-    got = {r["key"]: {k: r["metrics"][k] for k in QUALITY} for r in resumed.scored.methods_json()}
-    want = {r["key"]: {k: r["metrics"][k] for k in QUALITY} for r in whole.scored.methods_json()}
+    got = {r["key"]: {k: r["metrics"].get(k) for k in QUALITY} for r in resumed.scored.methods_json()}
+    want = {r["key"]: {k: r["metrics"].get(k) for k in QUALITY} for r in whole.scored.methods_json()}
     assert got == want
     lines = (tmp_path / "cut" / "steps.jsonl").read_text().splitlines()
     assert len(lines) == len((tmp_path / "whole" / "steps.jsonl").read_text().splitlines())

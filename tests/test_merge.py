@@ -25,7 +25,7 @@ N_STREAMS = 6
 
 def quality(run_dir: Path) -> dict[str, dict[str, Any]]:
     run = json.loads((run_dir / "run.json").read_text())
-    return {m["key"]: {k: m["metrics"][k] for k in QUALITY} for m in run["methods"]}
+    return {m["key"]: {k: m["metrics"].get(k) for k in QUALITY} for m in run["methods"]}
 
 
 def steps_without_timing(run_dir: Path) -> list[dict[str, Any]]:
@@ -157,7 +157,9 @@ def test_merged_run_equals_single_process_run(runs: dict[str, Path]) -> None:
 def test_merged_run_reads_like_any_run(runs: dict[str, Path]) -> None:
     scored = runner.invoke(app, ["score", str(runs["merged"]), "--json", "--quiet"])
     assert scored.exit_code == 0, scored.output
-    rescored = {m["key"]: {k: m["metrics"][k] for k in QUALITY} for m in json.loads(scored.stdout)["methods"]}
+    rescored = {
+        m["key"]: {k: m["metrics"].get(k) for k in QUALITY} for m in json.loads(scored.stdout)["methods"]
+    }
     assert rescored == quality(runs["single"])
     shown = runner.invoke(app, ["show", str(runs["merged"]), "--stream", "s3"])
     assert shown.exit_code == 0, shown.output
