@@ -325,22 +325,25 @@ def test_diff_compares_the_draft_figures(pair: dict[str, Path], streams_file: Pa
     assert wrong.exit_code == 2 and "use --max-increase" in wrong.output
 
 
+# a draft-model method's counts for the caption tests: c_L from the run = (0.02 / 20) / (0.04 / 10) = 0.25
+CAPTION_COUNTS = {
+    "draft_passes": 20,
+    "draft_seconds": 0.02,
+    "model_drafted": 9,
+    "model_accepted": 5,
+    "model_rejections": 2,
+    "steps": 4,
+    "decode_seconds": 0.04,
+    "decode_passes": 10,
+}
+
+
 def test_acceptance_by_position_and_the_caption() -> None:
     drafts = [[3, 3], [3, 1], [2, 0], [1, 1]]
     # position 0: 4 drafts reach it, 3 keep it; 1: 3 reach, 1 keeps; 2: 2 reach, 1 keeps
     assert acceptance_by_position(drafts) == [0.75, 0.3333, 0.5]
     assert acceptance_by_position([]) == []
-    counts = {
-        "draft_passes": 20,
-        "draft_seconds": 0.02,
-        "model_drafted": 9,
-        "model_accepted": 5,
-        "model_rejections": 2,
-        "acceptance_by_position": acceptance_by_position(drafts),
-        "steps": 4,
-        "decode_seconds": 0.04,
-        "decode_passes": 10,
-    }
+    counts = {**CAPTION_COUNTS, "acceptance_by_position": acceptance_by_position(drafts)}
     (line,) = draft_model_lines([{"label": "SPEC", "counts": counts, "draft_max": 3}, {"counts": {}}])
     # alpha = 5 / (5 + 2); c_L = (0.02 / 20) / (0.04 / 10) = 0.25; Leviathan: (1 - a^4) / ((1 - a)(3 c + 1))
     alpha = 5 / 7
@@ -620,16 +623,7 @@ def test_spec_on_a_talk(pair: dict[str, Path]) -> None:
 
 
 def test_the_caption_takes_c_l_from_the_calibration_when_there_is_one() -> None:
-    counts = {
-        "draft_passes": 20,
-        "draft_seconds": 0.02,
-        "model_drafted": 9,
-        "model_accepted": 5,
-        "model_rejections": 2,
-        "steps": 4,
-        "decode_seconds": 0.04,
-        "decode_passes": 10,
-    }
+    counts = CAPTION_COUNTS
     costs = PassCosts(2, 4.0, 1.0, 16, None, draft_one_token_ms=1.2)
     (line,) = draft_model_lines([{"label": "SPEC", "counts": counts, "draft_max": 3}], costs)
     alpha = 5 / 7

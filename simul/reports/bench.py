@@ -92,11 +92,12 @@ def draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float:
     return c_draft * int(counts["draft_passes"]) / drafted
 
 
-def model_share(counts: dict[str, Any], results: Sequence[StreamResult]) -> float:
-    """The draft model's share of a method's drafted tokens: 1 for spec and bild, less for SSBD with a
-    draft-model tail, whose previous output drafts for free. The speed model's d is per drafted token of
-    any drafter (A/D's denominator), so the bound charges d x this share (0 without a draft model)."""
-    drafted = sum(s.drafted_total for r in results for s in r.steps)
+def model_share(counts: dict[str, Any]) -> float:
+    """The draft model's share of a method's drafted tokens (model_drafted / draft_tokens, the latter A/D's
+    denominator, every drafter's): 1 for spec and bild, less for SSBD with a draft-model tail, whose previous
+    output drafts for free. The speed model's d is per drafted token of any drafter, so the bound charges
+    d x this share (0 without a draft model)."""
+    drafted = int(counts.get("draft_tokens") or 0)
     model = int(counts.get("model_drafted") or 0)
     return min(model / drafted, 1.0) if drafted > 0 else 0.0
 
@@ -140,7 +141,7 @@ def bench_rows(outcome: EvalOutcome, costs: PassCosts | None) -> list[dict[str, 
             widths = verification_passes(results, chunk)
             d = draft_cost(counts, costs)
             d_run = run_draft_cost(counts, costs)
-            share = model_share(counts, results)
+            share = model_share(counts)
             bound_min, bound, c_run = speed_bounds(costs, method["metrics"], widths, d * share)
         speedup = method["metrics"].get("speedup")
         rows.append(

@@ -76,8 +76,8 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
             "draft_seconds": round(draft_seconds, 4),
             "draft_passes": sum(s.draft_passes for s in steps),
             "model_drafts": len(drafts),
-            "model_drafted": sum(offered for offered, _ in drafts),
-            "model_accepted": sum(kept for _, kept in drafts),
+            "model_drafted": drafted,
+            "model_accepted": kept,
             "model_rejections": sum(1 for offered, kept in drafts if kept < offered),
             "acceptance_by_position": acceptance_by_position(drafts),
         }
