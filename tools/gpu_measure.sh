@@ -25,7 +25,8 @@ exit: 0 all steps done, 1 a step failed, 2 bad options, 3 a step not finished by
   --stage STAGE      start, carry or measure (default measure; see the script's head)
   --call N           the call number: its folder BUNDLE/callN is kept (default: every BUNDLE/call* there)
   --skip-build       reuse the llama-cpp-python already built in --site (a machine still warm)
-  --steps LIST       which measurements, comma-separated: bench, parallel (default: bench,parallel)
+  --steps LIST       which measurements, comma-separated: bench, parallel, exact (default: bench,parallel);
+                     exact: tools/exact_probe.py under each setting of EXACT_SETTINGS (batch invariance)
   --limit N          streams in the single-stream bench (default 30)
   --parallel N       streams per batch in the second bench (default 16; at least 2)
   --parallel-limit N streams in the second bench (default 32)
@@ -122,14 +123,15 @@ positive "$threads" || die_usage "--threads must be a positive whole number, not
 ((cpu && ${#arch})) && die_usage "--arch is for CUDA builds; --cpu builds without CUDA"
 ((cpu && fa)) && die_usage "--fa is for CUDA builds; --cpu builds without CUDA"
 [[ $stage == start && $skip_build == 1 ]] && die_usage "--stage start starts the build; --skip-build contradicts it"
-run_bench=0 run_parallel=0
+run_bench=0 run_parallel=0 run_exact=0
 IFS=, read -ra wanted <<<"$steps"
-((${#wanted[@]})) || die_usage "--steps needs at least one of: bench, parallel"
+((${#wanted[@]})) || die_usage "--steps needs at least one of: bench, parallel, exact"
 for s in "${wanted[@]}"; do
   case $s in
     bench) run_bench=1 ;;
     parallel) run_parallel=1 ;;
-    *) die_usage "unknown step '$s' in --steps (known: bench, parallel)" ;;
+    exact) run_exact=1 ;;
+    *) die_usage "unknown step '$s' in --steps (known: bench, parallel, exact)" ;;
   esac
 done
 if [[ -z $out ]]; then
@@ -226,6 +228,7 @@ summary() {
   local -a again=()
   ((run_bench)) && [[ ${result[bench]:-} != done* ]] && again+=(bench)
   ((run_parallel)) && [[ ${result[parallel]:-} != done* ]] && again+=(parallel)
+  ((run_exact)) && [[ ${result[exact]:-} != done* ]] && again+=(exact)
   if ((${#again[@]})) && [[ ${result[install]:-} == done* ]]; then
     local next=(bash tools/gpu_measure.sh --skip-build --steps "$(IFS=,; echo "${again[*]}")")
     [[ $bundle != .gpu ]] && next+=(--bundle "$bundle")
@@ -528,6 +531,57 @@ if ((run_parallel)); then
   ((rc == 0 || rc == NOT_STARTED || rc == 124 || rc == 137)) || failed=1 # a deadline: exit 3 below
   ((dry)) || [[ ! -f $out/parallel.log ]] || tail -n 30 "$out/parallel.log"
   pack_runs
+fi
+
+if ((run_exact)); then
+  # One process per setting: llama.cpp reads its GGML_CUDA_* switches once. Each line: label, environment
+  # (space-separated NAME=VALUE or -), tools/exact_probe.py options. The CPU rows run the CUDA wheel's CPU
+  # kernels on this machine's cores (no layer offloaded; GGML_OP_OFFLOAD_MIN_BATCH keeps wide passes there).
+  echo "== batch invariance (tools/exact_probe.py, one process per setting): exact.json, exact.log"
+  t=$(elapsed)
+  ((dry)) || mkdir -p "$work/exact"
+  cpu_threads=$(($(nproc) / 2))
+  ((cpu_threads >= 1)) || cpu_threads=1
+  exact_settings=(
+    "default|-|--time 5"
+    "fa-off|-|--flash off --time 5"
+    "fa-on|-|--flash on --time 5"
+    "fa-off-graphs-off|GGML_CUDA_DISABLE_GRAPHS=1|--flash off --time 5"
+    "fa-off-fusion-off|GGML_CUDA_DISABLE_FUSION=1|--flash off"
+    "fa-off-cublas-f32|GGML_CUDA_CUBLAS_COMPUTE_TYPE=f32|--flash off"
+    "fa-off-all-switches|GGML_CUDA_DISABLE_GRAPHS=1 GGML_CUDA_DISABLE_FUSION=1 GGML_CUDA_CUBLAS_COMPUTE_TYPE=f32|--flash off --time 5"
+    "fa-off-companions3|-|--flash off --companions 3"
+    "fa-on-companions3|-|--flash on --companions 3"
+    "cpu-default|GGML_OP_OFFLOAD_MIN_BATCH=100000|--n-gpu-layers 0 --threads $cpu_threads --time 5"
+    "cpu-no-repack-untiled-fa-off|GGML_OP_OFFLOAD_MIN_BATCH=100000 GGML_CPU_TILED_MM=0|--n-gpu-layers 0 --threads $cpu_threads --no-repack --flash off --time 5"
+  )
+  exact_rc=0
+  for setting in "${exact_settings[@]}"; do
+    IFS='|' read -r label envs opts <<<"$setting"
+    ((fa)) || [[ $opts != *"--flash on"* ]] || { echo "   $label: skipped (built without --fa)"; continue; }
+    env_args=()
+    [[ $envs == - ]] || read -ra env_args <<<"$envs"
+    read -ra opt_args <<<"$opts"
+    guarded 20 "$work/exact/$label.log" "$work/exact/$label.log" env "${env_args[@]}" "$python" \
+      tools/exact_probe.py --label "$label" --json "$work/exact/$label.json" "${opt_args[@]}"
+    rc=$?
+    ((dry)) && continue
+    cat "$work/exact/$label.log" >>"$out/exact.log"
+    tail -n 12 "$work/exact/$label.log"
+    ((rc == 0)) || exact_rc=$rc
+    ((rc == NOT_STARTED || rc == 124 || rc == 137)) && break
+  done
+  if ((!dry)); then
+    "$python" - "$work/exact" "$out/exact.json" <<'PY'
+import json, sys
+from pathlib import Path
+docs = [json.loads(p.read_text()) for p in sorted(Path(sys.argv[1]).glob("*.json"))]
+Path(sys.argv[2]).write_text(json.dumps(docs, indent=1) + "\n")
+print(f"   {len(docs)} settings in exact.json")
+PY
+  fi
+  note exact $exact_rc "$t"
+  ((exact_rc == 0 || exact_rc == NOT_STARTED || exact_rc == 124 || exact_rc == 137)) || failed=1
 fi
 
 summary

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from simul.machine.openmp import wait_policy_chosen
 from simul.machine.threads import ThreadChoice, choose_threads
 
 TOKENIZE_CACHE = 4096  # texts remembered by LlamaBackend.tokenize
+FlashAttn = Literal["auto", "on", "off"]
+#: llama.cpp's llama_flash_attn_type: auto lets llama.cpp decide per device (on for the CPU backend)
+FLASH_ATTN: dict[str, int] = {"auto": -1, "off": 0, "on": 1}
 # Per thread: called after each forward pass (see set_pass_hook).
 _hooks = threading.local()
 
@@ -109,8 +113,14 @@ class LlamaBackend:
         n_threads: int | None = None,
         n_gpu_layers: int | None = None,
         thread_choice: ThreadChoice | None = None,
+        flash_attn: FlashAttn = "auto",
+        repack: bool = True,
     ) -> None:
         check_gguf(model_path)
+        if flash_attn not in FLASH_ATTN:
+            raise ValueError(f"flash_attn must be one of {', '.join(FLASH_ATTN)}, not {flash_attn!r}")
+        self.flash_attn: FlashAttn = flash_attn
+        self.repack = repack
         # The CPU sample that chooses the threads also chooses the wait policy, before llama.cpp loads.
         if thread_choice is None and (not n_threads or not wait_policy_chosen()):
             thread_choice = choose_threads(n_threads)
@@ -124,6 +134,9 @@ class LlamaBackend:
         self.devices, self.devices_unknown = list_devices(lib)
         mparams = lib.llama_model_default_params()  # type: ignore[attr-defined]
         mparams.n_gpu_layers = self.n_gpu_layers
+        # Repacked weights ("extra buffer types": interleaved K-quant rows for the CPU's gemm) compute a row
+        # inside a wide pass with other kernels than a one-token pass (simul.decoding.backend.invariance).
+        mparams.use_extra_bufts = repack
         model = lib.llama_model_load_from_file(str(model_path).encode("utf-8"), mparams)  # type: ignore[attr-defined]
         if not model:
             reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
@@ -171,6 +184,7 @@ class LlamaBackend:
         cparams.n_threads = self.n_threads
         cparams.n_threads_batch = self.n_threads
         cparams.no_perf = True
+        cparams.flash_attn_type = FLASH_ATTN[self.flash_attn]
         # Keep the whole sliding-window cache so that truncating to any position stays exact (gemma-3).
         cparams.swa_full = True
         # Several sequences share one cache. With a cache per sequence (llama.cpp's default), llama_decode
