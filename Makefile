@@ -31,7 +31,7 @@ $(LLAMA_ARGS_STAMP): FORCE
 .PHONY: FORCE
 FORCE:
 
-$(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py $(LLAMA_ARGS_STAMP)
+$(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py $(wildcard tools/llama-patches/*.patch) $(LLAMA_ARGS_STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet $(PIN) "$(TORCH_SPEC)"

@@ -3,11 +3,16 @@
 
 pip's own wheel cache ignores CMAKE_ARGS, so a rebuild with other flags could silently reuse a wheel built
 differently. This cache is keyed on everything that changes the binary: the llama-cpp-python version, the
-CMake arguments, the Python version and ABI, the machine type, and (because llama.cpp builds for the host CPU
-by default) the CPU's feature flags.
+CMake arguments, the Python version and ABI, the machine type, (because llama.cpp builds for the host CPU
+by default) the CPU's feature flags, and the patches applied.
+
+simul's patches to the vendored llama.cpp (``tools/llama-patches/*.patch``, applied in name order with
+``patch -p1`` inside ``vendor/llama.cpp`` of the source archive) are part of the build: today one,
+``ggml-cpu-exact.patch``, the switch of exact mode (simul.decoding.backend.exactness). ``--no-patches`` (or
+SIMUL_LLAMA_PATCHES=none) builds the stock source; simul then runs in fast mode only, and says so.
 
 Prints the path of the wheel to install. Usage:
-    python tools/llama_wheel.py --version 0.3.36 --cmake-args=-DLLAVA_BUILD=OFF
+    python tools/llama_wheel.py --version 0.3.36 --cmake-args=-DLLAVA_BUILD=OFF [--no-patches]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -66,7 +72,25 @@ def platform_cmake_args(cmake_args: str, flags: str, machine: str, environ: dict
     return cmake_args
 
 
-def cache_key(version: str, cmake_args: str) -> str:
+PATCH_DIR = Path(__file__).resolve().parent / "llama-patches"
+
+
+def patch_files(directory: Path = PATCH_DIR) -> list[Path]:
+    """simul's patches to the vendored llama.cpp, in the order they are applied."""
+    return sorted(directory.glob("*.patch")) if directory.is_dir() else []
+
+
+def patches_digest(patches: list[Path]) -> str:
+    """One SHA-256 over the patches' names and contents ("none" without patches): part of the cache key."""
+    if not patches:
+        return "none"
+    digest = hashlib.sha256()
+    for path in patches:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def cache_key(version: str, cmake_args: str, patches: str = "none") -> str:
     parts = [
         f"llama-cpp-python=={version}",
         f"CMAKE_ARGS={cmake_args}",
@@ -75,7 +99,55 @@ def cache_key(version: str, cmake_args: str) -> str:
         f"machine={platform.machine()}",
         f"cpu={cpu_flags()}",
     ]
+    if patches != "none":  # unpatched builds keep the key they always had (their cached wheels stay valid)
+        parts.append(f"patches={patches}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def apply_patches(source: Path, patches: list[Path]) -> None:
+    """Apply each patch inside the source archive's vendored llama.cpp; fails naming the patch that does not
+    apply (another llama-cpp-python version than the patch was made for)."""
+    vendored = source / "vendor" / "llama.cpp"
+    if not vendored.is_dir():
+        raise SystemExit(f"{source} has no vendor/llama.cpp: not a llama-cpp-python source archive")
+    for path in patches:
+        done = subprocess.run(
+            ["patch", "-p1", "--batch", "--forward", "-d", str(vendored), "-i", str(path)],
+            check=False,
+            stdout=sys.stderr,
+        )
+        if done.returncode != 0:
+            raise SystemExit(
+                f"{path.name} does not apply to this llama-cpp-python's vendored llama.cpp (made for "
+                "0.3.36); build without it: SIMUL_LLAMA_PATCHES=none make setup"
+            )
+        print(f"llama-cpp-python: applied {path.name}", file=sys.stderr)
+
+
+def download_source(version: str, into: Path) -> Path:
+    """The llama-cpp-python source archive from the package index, unpacked; returns its directory."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        f"llama-cpp-python=={version}",
+        "-d",
+        str(into),
+    ]
+    done = subprocess.run(cmd, check=False, stdout=sys.stderr)
+    archives = sorted(into.glob("llama_cpp_python-*.tar.gz"))
+    if done.returncode != 0 or not archives:
+        raise SystemExit(f"could not download the llama-cpp-python {version} source archive")
+    with tarfile.open(archives[0]) as tar:
+        tar.extractall(into, filter="data")
+    sources = [p for p in into.iterdir() if p.is_dir() and p.name.startswith("llama_cpp_python-")]
+    if len(sources) != 1:
+        raise SystemExit(f"unexpected contents in {archives[0].name}")
+    return sources[0]
 
 
 def main() -> int:
@@ -84,7 +156,12 @@ def main() -> int:
     )
     parser.add_argument("--version", required=True, help="llama-cpp-python version to build")
     parser.add_argument("--cmake-args", default="", help="CMAKE_ARGS for the llama.cpp build")
+    parser.add_argument(
+        "--no-patches", action="store_true", help="build the stock source, without tools/llama-patches"
+    )
     args = parser.parse_args()
+    stock = args.no_patches or os.environ.get("SIMUL_LLAMA_PATCHES", "").lower() in ("none", "0", "off")
+    patches = [] if stock else patch_files()
     cmake_args = platform_cmake_args(args.cmake_args, cpu_flags(), platform.machine(), dict(os.environ))
     if cmake_args != args.cmake_args:
         print(
@@ -93,7 +170,10 @@ def main() -> int:
         )
 
     target = (
-        cache_root() / "wheels" / "llama-cpp-python" / f"{args.version}-{cache_key(args.version, cmake_args)}"
+        cache_root()
+        / "wheels"
+        / "llama-cpp-python"
+        / f"{args.version}-{cache_key(args.version, cmake_args, patches_digest(patches))}"
     )
     found = sorted(target.glob("llama_cpp_python-*.whl")) if target.is_dir() else []
     if found:
@@ -108,17 +188,12 @@ def main() -> int:
     env = dict(os.environ, CMAKE_ARGS=cmake_args)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-cache-dir",
-            f"llama-cpp-python=={args.version}",
-            "-w",
-            tmp,
-        ]
+        what = f"llama-cpp-python=={args.version}"
+        if patches:
+            source = download_source(args.version, Path(tmp) / "src")
+            apply_patches(source, patches)
+            what = str(source)
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", what, "-w", tmp]
         # pip's progress goes to stderr: stdout carries only the wheel path, for the Makefile to read
         done = subprocess.run(cmd, env=env, check=False, stdout=sys.stderr)
         if done.returncode != 0:

@@ -35,6 +35,7 @@ from simul.reports.bench import bench_json, bench_rows, bench_title, side_by_sid
 from simul.reports.bench_tables import bench_table, side_by_side_notes, side_by_side_table
 from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines, per_update_line
+from simul.reports.engine_notes import engine_line
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import Ending
 from simul.request.methods import DEFAULT_BETA, Method, unique_methods
@@ -155,6 +156,9 @@ def register(app: typer.Typer) -> None:
         if not quiet:
             err_console.print(bench_table(rows, markup(bench_title(outcome), newlines=False), timing, costs))
             err_console.print(per_update_line(rows))
+            engine = engine_line(outcome.run)
+            if engine:
+                err_console.print(markup(engine, newlines=False))
             for line in drafter_lines(outcome.scored.methods_json()):
                 err_console.print(line)
             for line in draft_model_lines(outcome.scored.methods_json(), costs):

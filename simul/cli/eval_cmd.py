@@ -17,6 +17,7 @@ from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines
+from simul.reports.engine_notes import engine_line
 from simul.reports.eval_json import summary_json
 from simul.reports.tables import methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
@@ -51,6 +52,9 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
             ),
             units_caption(rows),
         ]
+        engine = engine_line(outcome.run)
+        if engine:
+            caption_lines.append(markup(engine, newlines=False))
         caption_lines += drafter_lines(rows)
         for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
             if line:

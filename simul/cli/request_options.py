@@ -109,6 +109,16 @@ class RequestOptions:
             "llama-cpp-python build supports GPU offload, else 0.",
         ),
     ] = None
+    exact: Annotated[
+        bool | None,
+        typer.Option(
+            "--exact/--no-exact",
+            help="Exact mode: every forward pass gives each row the logits a one-token pass gives it, so "
+            "methods that keep only the model's greedy tokens reproduce re-translation and --parallel keeps "
+            "outputs (needs simul's patched llama.cpp on the CPU). Default: exact where it can be had, else "
+            "fast, with the reason in run.json.",
+        ),
+    ] = None
     parallel: Annotated[
         int,
         typer.Option(
@@ -178,6 +188,7 @@ class RequestOptions:
             self.parallel,
             window=WindowPolicy(self.max_window, self.context_sentences),
             draft=self.draft(),
+            exact=self.exact,
         )
 
     def draft(self) -> DraftSettings | None:

@@ -122,6 +122,7 @@ def engine_settings(
     parallel: int = 1,
     window: WindowPolicy | None = None,
     draft: DraftSettings | None = None,
+    exact: bool | None = None,
 ) -> EngineSettings:
     check_engine_options(n_ctx, threads, verify_chunk, template, parallel)
     window = window or WindowPolicy()
@@ -137,6 +138,7 @@ def engine_settings(
         parallel=parallel,
         window=window,
         draft=draft,
+        exact=exact,
     )
 
 

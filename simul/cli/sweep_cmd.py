@@ -18,6 +18,7 @@ from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.reports.drafters import drafter_lines
+from simul.reports.engine_notes import engine_line
 from simul.reports.tables import methods_table, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import MASK_MODES
@@ -183,6 +184,9 @@ def report_sweep(outcome: EvalOutcome, mask_beta: float, as_json: bool, quiet: b
                 )
             )
         err_console.print(units_caption(rows))
+        engine = engine_line(outcome.run)
+        if engine:
+            err_console.print(markup(engine, newlines=False))
         tails = sorted({r["label"].split("+tail-", 1)[1] for r in rows if "+tail-" in r["label"]})
         if tails:
             err_console.print(

@@ -107,10 +107,12 @@ def load_draft(
     target_path: Path,
     threads: ThreadChoice,
     target_gpu_layers: int | None = None,
+    exact: bool = False,
 ) -> DraftModel:
     """Load the draft model beside ``target`` (building the early-exit copy first, once, for --draft-layers)
     and refuse it, naming the first difference, when its vocabulary is not the target's. Without
-    --draft-n-gpu-layers the draft offloads as --n-gpu-layers (``target_gpu_layers``) asks."""
+    --draft-n-gpu-layers the draft offloads as --n-gpu-layers (``target_gpu_layers``) asks. ``exact``: the
+    draft runs in exact mode too (its drafts then do not depend on the batches it shares)."""
     settings.check()
     if settings.layers is not None:
         early: EarlyExit | None = early_exit_copy(target_path, settings.layers)
@@ -128,6 +130,7 @@ def load_draft(
         n_threads=settings.threads or threads.threads,
         n_gpu_layers=settings.n_gpu_layers if settings.n_gpu_layers is not None else target_gpu_layers,
         thread_choice=threads,
+        exact=exact,
     )
     difference = first_difference(target, backend)
     if difference is not None:

@@ -19,7 +19,9 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import cached_sha256
 from simul.common.languages import get_language
 from simul.decoding.backend import ContextOverflowError, LlamaBackend
-from simul.decoding.backend.llama import pass_hook_suspended
+from simul.decoding.backend.exactness import DEFAULT_EXACT, ExactSupport
+from simul.decoding.backend.invariance import InvarianceReport, self_check
+from simul.decoding.backend.llama import engine_exact_support, pass_hook_suspended
 from simul.decoding.backend.sequence import KVSequence
 from simul.decoding.draft_model import DraftModel, DraftSettings, load_draft, pair
 from simul.decoding.longform import WindowPolicy
@@ -52,6 +54,31 @@ class EngineSettings:
     calibrate: bool = False  # measure the forward-pass costs first (simul.machine.calibration; bench does)
     window: WindowPolicy = field(default_factory=WindowPolicy)  # long-form streams (simul.decoding.longform)
     draft: DraftSettings | None = None  # a draft model beside the target (simul.decoding.draft_model)
+    # every row of a pass with the logits of a one-token pass (simul.decoding.backend.exactness); None: the
+    # default, exact where this llama.cpp can be, else fast (and the run says why)
+    exact: bool | None = None
+
+
+def resolve_exact(asked: bool | None, support: ExactSupport) -> tuple[bool, str | None]:
+    """Exact mode or not, and why not when the default would have it: ``--exact`` where this llama.cpp cannot
+    is a usage error; the default falls back to fast mode and says why."""
+    if asked is True and not support.available:
+        raise UsageError(f"--exact: {support.reason}")
+    if asked is None:
+        if not DEFAULT_EXACT:
+            return False, None
+        return support.available, None if support.available else support.reason
+    return asked, None
+
+
+def engine_record(engine: Engine) -> dict[str, Any]:
+    """How the run's forward passes compute (environment.engine in run.json): the mode, the switches behind
+    it, and the start-up self-check (max |logit difference| between a row decoded alone and inside wider
+    passes; 0 in exact mode)."""
+    out: dict[str, Any] = {**engine.backend.describe_engine(), "self_check": engine.invariance.to_json()}
+    if engine.exact_note:
+        out["fast_because"] = engine.exact_note
+    return out
 
 
 def resolve_template(name: str, backend: LlamaBackend, default_model: bool) -> Template:
@@ -90,24 +117,35 @@ class Engine:
         path = settings.model if settings.model is not None else default_model_path()
         self.model_path = path
         self.threads = choose_threads(settings.threads)
+        self.exact, self.exact_note = resolve_exact(
+            settings.exact, engine_exact_support(settings.n_gpu_layers, self.threads)
+        )
         self.backend = LlamaBackend(
             path,
             n_ctx=settings.n_ctx,
             n_threads=self.threads.threads,
             n_gpu_layers=settings.n_gpu_layers,
             thread_choice=self.threads,
+            exact=self.exact,
         )
         self.backend.warm_up()
         self.draft: DraftModel | None = None
         if settings.draft is not None:
             try:
                 self.draft = load_draft(
-                    settings.draft, self.backend, path, self.threads, settings.n_gpu_layers
+                    settings.draft, self.backend, path, self.threads, settings.n_gpu_layers, self.exact
                 )
             except BaseException:
                 self.backend.close()
                 raise
             pair(self.backend.sequences, self.draft.backend.sequences)
+        # decode a short probe both ways, off the clocks: what this run's rows depend on, in run.json
+        try:
+            with clock.untimed(), pass_hook_suspended():
+                self.invariance: InvarianceReport = self_check(self.backend)
+        except BaseException:
+            self.close()
+            raise
         self.pass_costs: PassCosts | None = None
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from simul.common.safe_text import markup
+from simul.reports.engine_notes import NOISE_MARK, noise_line, within_noise
 from simul.reports.timing_notes import MARK, TimingNotes
 
 # metric, header, format; the order follows the paper's Table 2, then the figures it does not report
@@ -61,6 +62,10 @@ def methods_table(
     degenerate = degeneracy_note(methods)
     if degenerate:
         caption = f"{caption}\n{degenerate}" if caption else degenerate
+    noisy = within_noise(methods)
+    noise = noise_line(methods)
+    if noise:
+        caption = f"{caption}\n{noise}" if caption else noise
     table = Table(title=title, caption=caption, caption_justify="left", header_style="bold")
     table.add_column("Method", no_wrap=True)
     for _, header, _ in columns:
@@ -76,6 +81,8 @@ def methods_table(
                 cells.append("n/a")
             else:
                 cell = fmt(metrics.get(name), spec)
+                if name in noisy.get(str(method.get("key", method.get("name"))), ()):
+                    cell += NOISE_MARK
                 cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
         table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
     return table

@@ -382,6 +382,7 @@ _RESUME_KEYS = (
     "shard",
     "longform",
     "draft_model_sha256",
+    "exact",
 )
 
 

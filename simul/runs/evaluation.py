@@ -15,7 +15,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.decoding.backend import ContextOverflowError
 from simul.decoding.draft_model import attach_draft
-from simul.decoding.engine import Engine, EngineSettings
+from simul.decoding.engine import Engine, EngineSettings, engine_record
 from simul.decoding.methods.plugins import PluginFailed, check_plugins, plugin_records
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock, openmp
@@ -289,6 +289,8 @@ def _run_config(
         "verify_chunk": engine.settings.verify_chunk,
         "n_gpu_layers": engine.backend.n_gpu_layers,
         "parallel": engine.backend.n_seq,
+        # exact mode: each row's logits those of a one-token pass (environment.engine has the self-check)
+        "exact": engine.exact,
         "ne_tokenizer": ne_tok,
         "comet_model": request.comet_model,
         "comet_batch_size": request.comet_batch_size,
@@ -331,6 +333,7 @@ def _new_run(config: dict[str, Any], engine: Engine) -> dict[str, Any]:
             "thread_choice": engine.threads.to_json(),
             "openmp": openmp.record(),
             "hardware": engine.backend.describe_hardware(),
+            "engine": engine_record(engine),
             **({"pass_costs": engine.pass_costs.to_json()} if engine.pass_costs is not None else {}),
             "started": now(),
         },

@@ -164,19 +164,24 @@ def _decode_in_passes(
     backend.reset()
     probed = backend.sequence(0)
     others: list[KVSequence] = [backend.sequence(j + 1) for j in range(len(companion_prompts))]
-    first = [(probed, prompt, len(prompt) - 1)]
+    first: list[tuple[KVSequence, Sequence[int], int | None]] = [(probed, prompt, len(prompt) - 1)]
     first += [(seq, p, None) for seq, p in zip(others, companion_prompts, strict=True)]
     backend.eval_many(first)
-    rows = []
-    filler = 1000  # the companions' tokens: any valid ids will do, they only fill the pass
+    rows: list[Logits] = []
     for start in range(0, len(tokens), width):
         chunk = tokens[start : start + width]
         requests: list[tuple[KVSequence, Sequence[int], int | None]] = [(probed, chunk, 0)]
-        requests += [(seq, list(range(filler, filler + len(chunk))), None) for seq in others]
+        # the companions' tokens only fill the pass: their own prompts' tokens, again
+        for seq, own in zip(others, companion_prompts, strict=True):
+            requests.append((seq, _cycle(own, start, len(chunk)), None))
         got = backend.eval_many(requests)[0]
         assert got is not None
         rows.extend(r.copy() for r in got)
     return np.array(rows)
+
+
+def _cycle(tokens: Sequence[int], start: int, n: int) -> list[int]:
+    return [tokens[(start + i) % len(tokens)] for i in range(n)]
 
 
 def _time_pass(backend: LlamaBackend, prompt: list[int], width: int, repeats: int) -> float:
@@ -187,9 +192,21 @@ def _time_pass(backend: LlamaBackend, prompt: list[int], width: int, repeats: in
         backend.reset()
         backend.eval_many([(seq, prompt, len(prompt) - 1)])
         t0 = time.perf_counter()
-        backend.eval_many([(seq, list(range(1000, 1000 + width)), 0)])
+        backend.eval_many([(seq, _cycle(prompt, 0, width), 0)])
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000.0
+
+
+#: the start-up check of a run (``self_check``): wide enough for the repacked gemm (4 rows and more, 5 with a
+#: leftover row) and the tiled matmul (8 and more), short enough to take about a second on gemma-3-270m
+SELF_CHECK_WIDTHS: tuple[int, ...] = (2, 5, 16)
+SELF_CHECK_ROWS = 16
+
+
+def self_check(backend: LlamaBackend) -> InvarianceReport:
+    """A run's start-up check: 16 greedy rows after the first probe prompt, one token at a time and in passes
+    of 2, 5 and 16 rows, on the run's own model and settings (recorded in run.json)."""
+    return probe(backend, prompts=PROBE_PROMPTS[:1], widths=SELF_CHECK_WIDTHS, rows=SELF_CHECK_ROWS)
 
 
 def probe(

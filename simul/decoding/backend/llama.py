@@ -23,6 +23,8 @@ import numpy as np
 
 from simul.common.errors import SimulError
 from simul.decoding.backend.devices import list_devices, resolve_gpu_layers
+from simul.decoding.backend.exactness import ExactSupport, exact_support
+from simul.decoding.backend.exactness import apply as apply_exact
 from simul.decoding.backend.library import LLAMA_LOG, _llama, check_gguf
 from simul.decoding.backend.sequence import KVSequence, Logits
 from simul.decoding.backend.vocabulary import VocabularyFacts
@@ -115,12 +117,19 @@ class LlamaBackend:
         thread_choice: ThreadChoice | None = None,
         flash_attn: FlashAttn = "auto",
         repack: bool = True,
+        exact: bool = False,
     ) -> None:
+        """``exact``: every forward pass gives each row the logits a one-token pass gives it
+        (simul.decoding.backend.exactness); fails with the reason where this llama.cpp cannot. It turns
+        FlashAttention on. ``flash_attn`` and ``repack`` (repacked weights) are llama.cpp's own switches."""
         check_gguf(model_path)
         if flash_attn not in FLASH_ATTN:
             raise ValueError(f"flash_attn must be one of {', '.join(FLASH_ATTN)}, not {flash_attn!r}")
-        self.flash_attn: FlashAttn = flash_attn
+        if exact and flash_attn == "off":
+            raise ValueError("exact mode needs FlashAttention (flash_attn on or auto)")
+        self.flash_attn: FlashAttn = "on" if exact else flash_attn
         self.repack = repack
+        self.exact = exact
         # The CPU sample that chooses the threads also chooses the wait policy, before llama.cpp loads.
         if thread_choice is None and (not n_threads or not wait_policy_chosen()):
             thread_choice = choose_threads(n_threads)
@@ -132,6 +141,9 @@ class LlamaBackend:
         self.n_gpu_layers = resolve_gpu_layers(n_gpu_layers, lib)
         self.gpu_offload = bool(lib.llama_supports_gpu_offload())  # type: ignore[attr-defined]
         self.devices, self.devices_unknown = list_devices(lib)
+        self.exact_support = exact_support(lib, self.n_gpu_layers if self.gpu_offload else 0)
+        if exact and not self.exact_support.available:
+            raise SimulError(f"exact mode is not available: {self.exact_support.reason}")
         mparams = lib.llama_model_default_params()  # type: ignore[attr-defined]
         mparams.n_gpu_layers = self.n_gpu_layers
         # Repacked weights ("extra buffer types": interleaved K-quant rows for the CPU's gemm) compute a row
@@ -193,7 +205,9 @@ class LlamaBackend:
         # --parallel 8 on 2 cores: 91.5 s per-sequence caches, 63.6 s one cache, 118.1 s --parallel 1).
         # The attention of a shared cache skips the cells of other sequences (masked), and
         # llama_memory_seq_rm with a sequence id still removes that sequence's cells alone.
-        cparams.kv_unified = n_seq > 1
+        # Exact mode keeps a cache per sequence: attention visits a shared cache's cells in cache order,
+        # and a sequence's cells need not follow its positions there once other sequences free cells.
+        cparams.kv_unified = n_seq > 1 and not self.exact
         ctx = lib.llama_init_from_model(self._model, cparams)  # type: ignore[attr-defined]
         if not ctx:
             reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
@@ -287,6 +301,18 @@ class LlamaBackend:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown: nothing useful to report
             self.close()
+
+    def describe_engine(self) -> dict[str, object]:
+        """How this backend computes (recorded in run.json): exact or fast mode and the switches behind it."""
+        return {
+            "mode": "exact" if self.exact else "fast",
+            "flash_attn": self.flash_attn,
+            "repack": self.repack,
+            "kv_unified": self.n_seq > 1 and not self.exact,
+            "exact_patch": self.exact_support.patch,
+            "exact_available": self.exact_support.available,
+            **({"exact_unavailable": self.exact_support.reason} if not self.exact_support.available else {}),
+        }
 
     def describe_hardware(self) -> dict[str, object]:
         """What a run records about where it ran: the devices llama.cpp reports and the offloaded layers."""
@@ -485,6 +511,7 @@ class LlamaBackend:
                 n_out += n - logits_from
             row += n
         self._batch.n_tokens = row  # type: ignore[attr-defined]
+        apply_exact(self.exact)  # process-wide: another backend of this process may have set it otherwise
         rc = self._lib.llama_decode(self._ctx, self._batch)  # type: ignore[attr-defined]
         if rc != 0:
             where = (
@@ -511,6 +538,14 @@ class LlamaBackend:
             if written[i] != seq_id:
                 seq_ids[i][0] = seq_id
                 written[i] = seq_id
+
+
+def engine_exact_support(n_gpu_layers: int | None, thread_choice: ThreadChoice | None) -> ExactSupport:
+    """Whether a backend with these settings could run in exact mode, known before any model loads."""
+    lib = _llama(thread_choice.taken_cores if thread_choice is not None else None)
+    layers = resolve_gpu_layers(n_gpu_layers, lib)
+    offload = bool(lib.llama_supports_gpu_offload())  # type: ignore[attr-defined]
+    return exact_support(lib, layers if offload else 0)
 
 
 def _memory_available() -> int | None:

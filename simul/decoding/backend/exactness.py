@@ -1,0 +1,137 @@
+"""Exact mode: every forward pass gives each row exactly the logits a one-token pass gives it.
+
+Stock llama.cpp computes a row with other kernels when it shares a pass with other rows, and each kernel
+sums its products in its own order (measured with simul.decoding.backend.invariance; docs/results.md, "Exact
+mode"). On the CPU, simul's build carries a small patch (``tools/llama-patches/ggml-cpu-exact.patch``, applied
+by ``make setup``'s ``tools/llama_wheel.py``) with a process-wide switch, ``ggml_cpu_set_exact``: while it is
+on, wider passes take the arithmetic of a one-row pass:
+
+- no tiled K-quant matmul (GGML_CPU_TILED_MM's Q6_K/Q4_K tiles, from 8 rows);
+- FlashAttention through its reference path: no query tiles (from 64 rows) and no split-KV reduction (one
+  query row over 512 cells or more, whose chunks follow the thread count);
+- repacked weights (the interleaved K-quant/Q4_0 rows of ``use_extra_bufts``) through gemv row by row, each
+  row quantized on its own, as a one-row pass does, instead of the 4-row gemm;
+- llamafile's tinyBLAS only for quantized weights, whose per-block sums and scale FMAs run in vec_dot's order;
+  float weights go through vec_dot.
+
+And FlashAttention is on: without it the attention's F16 matrix products go through tinyBLAS's float kernels
+and the softmax sums over every cell of the cache. With several sequences in one context (``--parallel``)
+each sequence keeps a cache of its own (``kv_unified`` off): in a shared cache a sequence's cells need not
+follow its positions once other sequences free cells, and attention visits cells in cache order.
+
+The switch is process-wide, so a backend sets it before each of its forward passes (``apply``): an exact and
+a fast backend can take turns in one process (``simul bench`` side by side).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: simul's default mode where exactness can be had (issue 40: exact when its RT and SSBD run within 5 % of the
+#: fast mode's tokens per second; the figures are in docs/results.md, "Exact mode")
+DEFAULT_EXACT = True
+#: the patch version the library reports (ggml_cpu_exact_patch) that this simul knows how to drive
+PATCH = "simul-exact/1"
+PATCH_FILE = "tools/llama-patches/ggml-cpu-exact.patch"
+
+
+@dataclass(frozen=True)
+class ExactSupport:
+    """Whether this llama.cpp can run in exact mode, and why not."""
+
+    patch: str | None  # what the library reports, None: not patched
+    reason: str = ""  # empty when available
+
+    @property
+    def available(self) -> bool:
+        return self.patch == PATCH and not self.reason
+
+
+class _Switch:
+    """The library's process-wide switch (found once)."""
+
+    def __init__(self) -> None:
+        self.searched = False
+        self.setter: Any = None  # the C function ggml_cpu_set_exact
+        self.patch: str | None = None
+        self.state: bool | None = None  # what was last set from here (None: never)
+
+    def find(self, llama_cpp: object) -> None:
+        if self.searched:
+            return
+        self.searched = True
+        for path in _cpu_libraries(llama_cpp):
+            try:
+                # the copy llama.cpp loaded: pip installs the .so, .so.0 and .so.0.x names as separate
+                # files, and a switch set in another copy would change nothing
+                lib = ctypes.CDLL(str(path), mode=_NOLOAD)
+                setter = lib.ggml_cpu_set_exact
+                name = lib.ggml_cpu_exact_patch
+            except (OSError, AttributeError):
+                continue
+            setter.argtypes = [ctypes.c_int]
+            setter.restype = None
+            name.argtypes = []
+            name.restype = ctypes.c_char_p
+            self.setter = setter
+            self.patch = (name() or b"").decode("ascii", errors="replace")
+            return
+
+
+_switch = _Switch()
+#: dlopen only what is loaded already (POSIX); elsewhere the first library found
+_NOLOAD = getattr(os, "RTLD_NOLOAD", 0)
+
+
+def _cpu_libraries(llama_cpp: object) -> list[Path]:
+    """ggml's CPU backend libraries shipped beside llama_cpp (one, or one per CPU variant)."""
+    base = Path(getattr(llama_cpp, "__file__", "") or ".").parent / "lib"
+    if sys.platform == "win32":
+        pattern = "*ggml-cpu*.dll"
+    elif sys.platform == "darwin":
+        pattern = "libggml-cpu*.dylib"
+    else:
+        pattern = "libggml-cpu*.so*"
+    return sorted(base.glob(pattern))
+
+
+def exact_support(llama_cpp: object, gpu_layers: int) -> ExactSupport:
+    """Can a backend with ``gpu_layers`` offloaded layers run exactly on this llama-cpp-python?"""
+    _switch.find(llama_cpp)
+    if _switch.setter is None:
+        return ExactSupport(
+            None,
+            "this llama-cpp-python was built without simul's patch (" + PATCH_FILE + "), so wider "
+            "forward passes use other kernels than one-token passes; `make setup` builds simul's own wheel",
+        )
+    if _switch.patch != PATCH:
+        return ExactSupport(
+            _switch.patch,
+            f"this llama-cpp-python carries patch {_switch.patch!r}, not {PATCH!r} that this simul drives; "
+            "run `make setup` again",
+        )
+    if gpu_layers != 0:
+        return ExactSupport(
+            _switch.patch,
+            "layers run on the GPU, whose kernels give a row other logits in every pass wider than one token "
+            "(measured on an H100 under every runtime switch: docs/results.md, Exact mode); pass "
+            "--n-gpu-layers 0 for an exact run on the CPU",
+        )
+    return ExactSupport(_switch.patch)
+
+
+def apply(exact: bool) -> None:
+    """Set the library's switch for the next forward pass (only when it changes)."""
+    if _switch.state is exact:
+        return
+    if _switch.setter is None:
+        if exact:
+            raise RuntimeError("exact mode needs simul's patched llama.cpp (exact_support says why)")
+        return
+    _switch.setter(1 if exact else 0)
+    _switch.state = exact

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""What a forward pass of n rows costs in fast and exact mode, side by side in one process.
+
+Each mode gets a backend of its own on the same model (exact mode's switch is process-wide and set before
+each pass, simul.decoding.backend.exactness); for every width n the modes take turns pass by pass (the order
+rotates each round), so that drifts of the machine fall on all of them alike. A pass appends n rows after the
+first probe prompt, with logits for every row (as a verification pass has them). Prints the median
+milliseconds per mode and width, the ratio to fast mode, the load average before and after, and the
+process's CPU/wall.
+
+    python tools/exact_costs.py [MODEL.gguf] [--modes fast,exact,exact-norepack] [--widths 1,2,...]
+        [--repeats 15] [--threads 2] [--json OUT.json]
+Modes: fast (llama.cpp's defaults: FlashAttention auto, repacked weights), exact (simul's exact mode, repacked
+weights through gemv row by row), exact-norepack (exact mode on weights that are not repacked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MODES = {
+    "fast": {"exact": False, "repack": True},
+    "exact": {"exact": True, "repack": True},
+    "exact-norepack": {"exact": True, "repack": False},
+    "fast-norepack": {"exact": False, "repack": False},
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("model", nargs="?", help="a GGUF file (default: the embedded model)")
+    parser.add_argument("--modes", default="fast,exact,exact-norepack")
+    parser.add_argument("--widths", default=",".join(str(n) for n in range(1, 33)))
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
+    widths = [int(w) for w in args.widths.split(",") if w]
+
+    from simul.machine.load_order import load_llama_first
+
+    load_llama_first(["bench"])
+    from simul.decoding.backend import LlamaBackend
+    from simul.decoding.backend.invariance import PROBE_PROMPTS
+    from simul.request.default_model import default_model_path
+
+    model = Path(args.model) if args.model else default_model_path()
+    backends = {
+        m: LlamaBackend(model, n_ctx=512, n_threads=args.threads, n_gpu_layers=0, **MODES[m])  # type: ignore[arg-type]
+        for m in modes
+    }
+    for b in backends.values():
+        b.warm_up()
+    prompt = backends[modes[0]].tokenize(PROBE_PROMPTS[0], add_special=True)
+    load_before = os.getloadavg()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    times: dict[str, dict[int, list[float]]] = {m: {n: [] for n in widths} for m in modes}
+    for n in widths:
+        tokens = [prompt[i % len(prompt)] for i in range(n)]
+        for r in range(args.repeats):
+            order = modes[r % len(modes) :] + modes[: r % len(modes)]
+            for m in order:
+                b = backends[m]
+                seq = b.sequence(0)
+                seq.clear()
+                b.eval_many([(seq, prompt, None)])
+                t0 = time.perf_counter()
+                b.eval_many([(seq, tokens, 0)])
+                times[m][n].append(time.perf_counter() - t0)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    load_after = os.getloadavg()
+    for b in backends.values():
+        b.close()
+    med = {m: {n: statistics.median(v) * 1000 for n, v in per.items()} for m, per in times.items()}
+    print(
+        f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}; CPU/wall {cpu / wall:.2f}; "
+        f"{args.threads} threads; {args.repeats} passes per mode and width, medians in ms"
+    )
+    head = "  n " + "".join(f"{m:>16}" for m in modes) + "".join(f"{m + '/fast':>22}" for m in modes[1:])
+    print(head)
+    for n in widths:
+        row = f"{n:3d} " + "".join(f"{med[m][n]:16.2f}" for m in modes)
+        row += "".join(f"{med[m][n] / med[modes[0]][n]:22.3f}" for m in modes[1:])
+        print(row)
+    if args.json:
+        doc = {
+            "model": str(model),
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "load_before": load_before,
+            "load_after": load_after,
+            "cpu_wall": cpu / wall,
+            "median_ms": {m: {str(n): v for n, v in per.items()} for m, per in med.items()},
+        }
+        args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
