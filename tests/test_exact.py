@@ -286,3 +286,29 @@ def test_gemma_parallel_gives_the_outputs_of_one_stream_at_a_time(gemma_model: P
     streams = read_streams(default_streams_file(), limit=6)
     single = run_engine(gemma_model, streams, threads=2, exact=True)
     assert run_engine(gemma_model, streams, threads=2, parallel=4, exact=True) == single
+
+
+def test_bench_compares_the_modes_side_by_side(near_ties: Path, tmp_path: Path) -> None:
+    streams = tmp_path / "s.jsonl"
+    write_streams(streams, make_streams()[:2])
+    exact_dir, fast_dir = tmp_path / "exact", tmp_path / "fast"
+    args = [
+        "bench", "--model", str(near_ties), "--streams", str(streams), "--no-cd", "--quiet", "--json",
+        "--compare-modes", "-o", str(exact_dir), "--compare-out", str(fast_dir),
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    modes = doc["modes"]
+    assert [lane["name"] for lane in modes["lanes"]] == ["exact", "fast"]
+    assert {m["method"] for m in modes["methods"]} == {"rt", "ssbd-b0.2"}
+    assert all(m["tps_ratio"] and m["tps_ratio"] > 0 for m in modes["methods"])
+    assert json.loads((exact_dir / "run.json").read_text())["config"]["exact"] is True
+    assert json.loads((fast_dir / "run.json").read_text())["config"]["exact"] is False
+    for bad, message in (
+        (["--compare-out", str(tmp_path / "x")], "--compare-out needs --compare-modes"),
+        (["--compare-modes", "--parallel", "2"], "drop --parallel"),
+        (["--compare-modes", "--exact"], "drop --exact/--no-exact"),
+    ):
+        refused = runner.invoke(app, ["bench", "--model", str(near_ties), "--streams", str(streams), *bad])
+        assert refused.exit_code == 2 and message in " ".join(refused.output.split()), refused.output

@@ -31,8 +31,8 @@ from simul.cli.running import run_side_by_side_with_progress, run_with_progress
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
-from simul.reports.bench import bench_json, bench_rows, bench_title, side_by_side_json
-from simul.reports.bench_tables import bench_table, side_by_side_notes, side_by_side_table
+from simul.reports.bench import bench_json, bench_rows, bench_title, modes_json, side_by_side_json
+from simul.reports.bench_tables import bench_table, modes_table, side_by_side_notes, side_by_side_table
 from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines, per_update_line
 from simul.reports.engine_notes import engine_line
@@ -122,6 +122,20 @@ def register(app: typer.Typer) -> None:
                 "--parallel-out", help="With --parallel N > 1: also write the batched run directory here."
             ),
         ] = None,
+        compare_modes: Annotated[
+            bool,
+            typer.Option(
+                "--compare-modes",
+                help="Run exact and fast mode side by side (taking turns in one process) and compare their "
+                "speed and outputs; -o/--out keeps the exact run, --compare-out the fast one.",
+            ),
+        ] = False,
+        compare_out: Annotated[
+            Path | None,
+            typer.Option(
+                "--compare-out", help="With --compare-modes: write the fast-mode run directory here."
+            ),
+        ] = None,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
         *,
@@ -136,12 +150,33 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--parallel-out needs --parallel N with N > 1")
         if parallel_out is not None and out is not None and parallel_out.resolve() == out.resolve():
             raise UsageError("-o/--out and --parallel-out must be different directories")
+        if compare_out is not None and not compare_modes:
+            raise UsageError("--compare-out needs --compare-modes")
+        if compare_modes and parallel > 1:
+            raise UsageError("--compare-modes compares one stream at a time in each mode; drop --parallel")
+        if compare_modes and request.exact is not None:
+            raise UsageError("--compare-modes runs both modes: drop --exact/--no-exact")
+        if compare_out is not None and out is not None and compare_out.resolve() == out.resolve():
+            raise UsageError("-o/--out and --compare-out must be different directories")
         # checked as given (--parallel included); the N = 1 run and, with N > 1, the batched one beside it
         options = request.without_comet()
         settings = options.engine()
         single = options.request(methods, dataclasses.replace(settings, parallel=1, calibrate=True))
         batched: dict[str, Any] | None = None
-        if parallel == 1:
+        modes: dict[str, Any] | None = None
+        if compare_modes:
+            exact = dataclasses.replace(single, engine=dataclasses.replace(single.engine, exact=True))
+            fast = dataclasses.replace(
+                single,
+                engine=dataclasses.replace(single.engine, exact=False),
+                out=compare_out,
+                out_option="--compare-out",
+            )
+            (outcome, fast_outcome), lanes = run_side_by_side_with_progress(
+                [exact, fast], ["exact", "fast"], quiet, "bench"
+            )
+            modes = modes_json(outcome, fast_outcome, lanes)
+        elif parallel == 1:
             outcome = run_with_progress(single, quiet, "benchmark")
         else:
             other = dataclasses.replace(
@@ -168,7 +203,12 @@ def register(app: typer.Typer) -> None:
                 err_console.print(side_by_side_table(batched))
                 for line in side_by_side_notes(batched, labels):
                     err_console.print(line)
+            if modes is not None:
+                err_console.print(modes_table(modes, {row["key"]: row["label"] for row in rows}))
         if as_json:
-            print_json(bench_json(outcome, rows, timing, out, batched))
+            doc = bench_json(outcome, rows, timing, out, batched)
+            if modes is not None:
+                doc["modes"] = modes
+            print_json(doc)
         if out is None:
             print_keep_hint(ctx)

@@ -243,3 +243,29 @@ def bench_json(
         "run_dir": str(out) if out else None,
         **({"side_by_side": side_by_side} if side_by_side is not None else {}),
     }
+
+
+def modes_json(exact: EvalOutcome, fast: EvalOutcome, lanes: list[LaneRecord]) -> dict[str, Any]:
+    """Exact mode beside fast mode (``simul bench --compare-modes``): per method the tokens per second and
+    speedup in each mode and their ratio (exact / fast), each lane's turns (wall, CPU/wall, load), and how
+    far the fast run's outputs and metrics are from the exact run's (simul.reports.agreement)."""
+    metrics = [{m["key"]: m["metrics"] for m in o.scored.methods_json()} for o in (exact, fast)]
+    methods = []
+    for key, mine in metrics[0].items():
+        theirs = metrics[1].get(key)
+        if theirs is None:
+            continue
+        row: dict[str, Any] = {"method": key}
+        for name in ("tps", "speedup", "chrf", "bleu", "ad", "ao", "ne"):
+            a, b = mine.get(name), theirs.get(name)
+            row[name] = {"exact": a, "fast": b}
+        a, b = mine.get("tps"), theirs.get("tps")
+        row["tps_ratio"] = (
+            round(a / b, 4) if isinstance(a, int | float) and isinstance(b, int | float) and b else None
+        )
+        methods.append(row)
+    return {
+        "lanes": [lane.to_json() for lane in lanes],
+        "methods": methods,
+        "agreement": agreement(fast.results, exact.results, metrics[1], metrics[0]),
+    }

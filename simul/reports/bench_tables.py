@@ -127,3 +127,45 @@ def side_by_side_notes(doc: dict[str, Any], labels: dict[str, str]) -> list[str]
             f"{m['same_step_outputs']}/{m['steps']}; N = {n} minus N = 1: {deltas}"
         )
     return lines
+
+
+def modes_table(doc: dict[str, Any], labels: dict[str, str]) -> Table:
+    """Exact mode beside fast mode, taking turns in one process (simul.reports.bench.modes_json)."""
+    table = Table(title="exact mode beside fast mode, taking turns in one process", header_style="bold")
+    for header in (
+        "Method",
+        "TPS exact",
+        "TPS fast",
+        "exact/fast",
+        "Spd exact",
+        "Spd fast",
+        "chrF exact",
+        "chrF fast",
+        "same finals",
+    ):
+        table.add_column(header, justify="left" if header == "Method" else "right", no_wrap=True)
+    same = {m["method"]: m for m in doc["agreement"]}
+    for row in doc["methods"]:
+        agree = same.get(row["method"])
+        table.add_row(
+            markup(labels.get(row["method"], row["method"]), newlines=False),
+            fmt(row["tps"]["exact"], ".1f"),
+            fmt(row["tps"]["fast"], ".1f"),
+            fmt(row["tps_ratio"], ".3f"),
+            fmt(row["speedup"]["exact"], ".2f"),
+            fmt(row["speedup"]["fast"], ".2f"),
+            fmt(row["chrf"]["exact"], ".2f"),
+            fmt(row["chrf"]["fast"], ".2f"),
+            f"{agree['same_final_outputs']}/{agree['streams']}" if agree else "-",
+        )
+    lanes = ", ".join(
+        f"{lane['name']}: {fmt(lane['wall_seconds'], '.1f')} s over {lane['turns']} turns, CPU/wall "
+        f"{fmt(lane['cpu_per_wall'], '.2f')}, load {fmt(lane['load1_mean'], '.2f')}"
+        for lane in doc["lanes"]
+    )
+    table.caption = (
+        "TPS and speedup as in the table above, each mode against its own RT; exact/fast: the ratio of their "
+        f"TPS; same finals: streams whose final output is the same in both modes. Lanes: {lanes}"
+    )
+    table.caption_justify = "left"
+    return table

@@ -19,8 +19,10 @@ and the softmax sums over every cell of the cache. With several sequences in one
 each sequence keeps a cache of its own (``kv_unified`` off): in a shared cache a sequence's cells need not
 follow its positions once other sequences free cells, and attention visits cells in cache order.
 
-The switch is process-wide, so a backend sets it before each of its forward passes (``apply``): an exact and
-a fast backend can take turns in one process (``simul bench`` side by side).
+The switch is process-wide and read inside a pass, by ggml's worker threads too, so a backend sets it before
+each of its forward passes (``apply``), under a lock that lets one pass run at a time in the process
+(simul.decoding.backend.llama): an exact and a fast backend can take turns in one process (``simul bench
+--compare-modes``), and two threads that decode at once (lanes loading) wait for each other.
 """
 
 from __future__ import annotations

@@ -91,8 +91,8 @@ class InvarianceReport:
 
     @property
     def exact(self) -> bool:
-        """Every row of every width bit-equal to its one-token reference."""
-        return all(w.bit_equal == w.rows for w in self.widths)
+        """Every row of every width bit-equal to its one-token reference (False when nothing was checked)."""
+        return bool(self.widths) and all(w.bit_equal == w.rows for w in self.widths)
 
     @property
     def max_abs_diff(self) -> float:
@@ -203,10 +203,19 @@ SELF_CHECK_WIDTHS: tuple[int, ...] = (2, 5, 16)
 SELF_CHECK_ROWS = 16
 
 
+SHORT_PROMPT = "English: The weather is nice today.\nGerman:"
+
+
 def self_check(backend: LlamaBackend) -> InvarianceReport:
     """A run's start-up check: 16 greedy rows after the first probe prompt, one token at a time and in passes
-    of 2, 5 and 16 rows, on the run's own model and settings (recorded in run.json)."""
-    return probe(backend, prompts=PROBE_PROMPTS[:1], widths=SELF_CHECK_WIDTHS, rows=SELF_CHECK_ROWS)
+    of 2, 5 and 16 rows, on the run's own model and settings (recorded in run.json). In a context too small
+    for that, a shorter prompt and fewer rows; in one too small for any, no widths and a note."""
+    for prompt in (PROBE_PROMPTS[0], SHORT_PROMPT):
+        room = backend.n_ctx - len(backend.tokenize(prompt, add_special=True)) - 1
+        if room >= 2:
+            rows = min(SELF_CHECK_ROWS, room)
+            return probe(backend, prompts=[prompt], widths=SELF_CHECK_WIDTHS, rows=rows)
+    return InvarianceReport([], notes=[f"not checked: a context of {backend.n_ctx} positions is too small"])
 
 
 def probe(

@@ -37,6 +37,8 @@ FlashAttn = Literal["auto", "on", "off"]
 FLASH_ATTN: dict[str, int] = {"auto": -1, "off": 0, "on": 1}
 # Per thread: called after each forward pass (see set_pass_hook).
 _hooks = threading.local()
+# One forward pass at a time in this process (see eval_many).
+_DECODE_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -511,8 +513,12 @@ class LlamaBackend:
                 n_out += n - logits_from
             row += n
         self._batch.n_tokens = row  # type: ignore[attr-defined]
-        apply_exact(self.exact)  # process-wide: another backend of this process may have set it otherwise
-        rc = self._lib.llama_decode(self._ctx, self._batch)  # type: ignore[attr-defined]
+        # Exact mode's switch is process-wide and read inside the pass (by ggml's worker threads too), so a
+        # pass of another backend of this process (simul bench's lanes, both loading at once) must neither
+        # run beside this one nor flip the switch under it: passes hold a lock, and set the switch in it.
+        with _DECODE_LOCK:
+            apply_exact(self.exact)
+            rc = self._lib.llama_decode(self._ctx, self._batch)  # type: ignore[attr-defined]
         if rc != 0:
             where = (
                 f"at position {len(requests[0][0].cache)}" if len(requests) == 1 else "of several sequences"
