@@ -25,6 +25,7 @@ from simul.reports.compare import (
     parse_pairs,
     parse_thresholds,
 )
+from simul.reports.engine_notes import NOISE_MARK
 from simul.reports.timing_notes import MARK, UNRELIABLE_WHY
 
 EXIT_REGRESSION = 3
@@ -58,8 +59,13 @@ def timing_lines(method: MethodComparison) -> list[str]:
 
 
 def _delta(row: MetricRow) -> str:
+    """The change; marked ``~`` when it is within the kernel noise of the runs' SSBD beta-0 control."""
     delta = row.delta
-    return "-" if delta is None else f"{delta:+.3f}"
+    if delta is None:
+        return "-"
+    return f"{delta:+.3f}" + (
+        f" {NOISE_MARK} (noise {row.kernel_noise:.3g})" if row.within_kernel_noise else ""
+    )
 
 
 def _noise(row: MetricRow) -> str:

@@ -33,6 +33,7 @@ from simul.metrics.registry import METRICS, metric_info
 from simul.metrics.scoring import not_available
 from simul.metrics.signatures import ProvenanceChange, compare_signatures, short
 from simul.reports.bootstrap import Bootstrap, corpus_scorer, mean_scorer, paired_bootstrap
+from simul.reports.engine_notes import control_noise
 from simul.reports.run_conditions import (
     hardware_difference,
     isa_change,
@@ -311,6 +312,14 @@ class MetricRow:
     new_unreliable: str | None = None
     # False for diagnostics with no better direction (SWF, EFSW, DSPTV): their change is "changed"
     directional: bool = True
+    # quality metrics of runs in fast mode with an SSBD beta-0 control: the larger of the two runs' |control -
+    # RT| (simul.reports.engine_notes), under which a change cannot be told from kernel noise
+    kernel_noise: float | None = None
+
+    @property
+    def within_kernel_noise(self) -> bool:
+        delta = self.delta
+        return self.kernel_noise is not None and delta is not None and 0 < abs(delta) <= self.kernel_noise
 
     @property
     def unreliable(self) -> bool:
@@ -342,7 +351,7 @@ class MetricRow:
     @property
     def verdict(self) -> str:
         if self.crossed:
-            if self.bootstrap is not None and self.bootstrap.p >= ALPHA:
+            if (self.bootstrap is not None and self.bootstrap.p >= ALPHA) or self.within_kernel_noise:
                 return "within noise"
             return "REGRESSION"
         return self.direction
@@ -358,6 +367,8 @@ class MetricRow:
             "threshold": self.threshold,
             "crossed": self.crossed,
             "bootstrap": self.bootstrap.to_json() if self.bootstrap else None,
+            "kernel_noise": self.kernel_noise,
+            "within_kernel_noise": self.within_kernel_noise,
             "verdict": self.verdict,
             "timing_unreliable": (
                 {"base": self.base_unreliable, "new": self.new_unreliable} if self.unreliable else None
@@ -476,6 +487,7 @@ def compare(
             "changes may come from the policy"
         )
     b_timing, n_timing = TimingNotes.from_run(base.run), TimingNotes.from_run(new.run)
+    floors = kernel_noise_floors(base.run, new.run, notes)
     comparisons = []
     if pairs:
         left_out = unpaired(base.run["methods"], new.run["methods"], paired)
@@ -498,6 +510,7 @@ def compare(
                     base_unreliable=b_timing.reason(b_method["key"], name),
                     new_unreliable=n_timing.reason(n_method["key"], name),
                     directional=info.directional,
+                    kernel_noise=floors.get(name),
                 )
             )
         units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))
@@ -517,6 +530,35 @@ def compare(
         strict_versions=strict_versions,
         allow_missing=list(allow_missing),
     )
+
+
+def kernel_noise_floors(
+    base: Mapping[str, Any], new: Mapping[str, Any], notes: list[str]
+) -> dict[str, float]:
+    """Per quality metric, the kernel noise under which a change between the two runs means nothing: the
+    larger |SSBD beta 0 - RT| of the runs decoded in fast mode (0 for a run in exact mode, where the control
+    equals RT by construction). Empty when a fast-mode run has no control (the noise is then unknown: a note
+    says so) or both runs are exact."""
+    modes = [bool((run.get("config") or {}).get("exact")) for run in (base, new)]
+    if modes[0] != modes[1]:
+        notes.append(
+            "the runs were decoded in different engine modes (exact and fast): in fast mode a row's logits "
+            "depend on the width of its pass, so quality changes may come from kernel noise"
+        )
+    floors: dict[str, float] = {}
+    for run, exact in zip((base, new), modes, strict=True):
+        if exact:
+            continue
+        noise = control_noise(run.get("methods") or [])
+        if not noise:
+            notes.append(
+                "a run decoded in fast mode holds no SSBD beta-0 control beside RT, so its kernel noise is "
+                'unknown (add --method "ssbd --beta 0" to bench, or decode with --exact)'
+            )
+            return {}
+        for name, value in noise.items():
+            floors[name] = max(floors.get(name, 0.0), value)
+    return floors
 
 
 def _label(b_method: Mapping[str, Any], n_method: Mapping[str, Any]) -> str:
