@@ -788,6 +788,7 @@ def run_stage(
         str(tmp_path / "site"),
         "--work",
         str(tmp_path / "work"),
+        "--no-patches",  # the fake source archive is no llama-cpp-python tree to patch
     ]
     done = measure(
         *common, "--out", str(tmp_path / out), "--python", str(tmp_path / "bin" / "python"), *args, env=env
@@ -903,3 +904,22 @@ def test_steps_that_do_not_fit_before_the_deadline_are_not_started_and_named(tmp
     assert "--skip-build --steps bench,parallel" in done.stdout.splitlines()[-1]
     assert "-m simul" not in (tmp_path / "calls.log").read_text()
     assert (out / "measure.log").is_file()
+
+
+@needs_bash_tools
+def test_the_exact_step_probes_each_setting_in_a_process_of_its_own_on_a_patched_build() -> None:
+    done = measure("--dry-run", "--arch", "90", "--steps", "exact")
+    assert done.returncode == 0, done.stderr
+    cmds = commands(done.stdout)
+    patches = [c for c in cmds if c.startswith("+ patch -p1")]
+    assert patches and all("tools/llama-patches/" in c for c in patches)
+    build = next(c for c in cmds if "--no-build-isolation" in c)
+    assert "src-tree/llama_cpp_python-VERSION" in build  # the patched tree, not the archive
+    probes = [c for c in cmds if "tools/exact_probe.py" in c]
+    assert len(probes) >= 8 and all("--json /tmp/simul-gpu/exact/" in c for c in probes)
+    assert not any("--flash on" in c for c in probes)  # FlashAttention kernels not built without --fa
+    assert any("--exact" in c and "--n-gpu-layers 0" in c for c in probes)
+    assert not any("-m simul bench" in c for c in cmds)
+    stock = commands(measure("--dry-run", "--arch", "90", "--steps", "exact", "--no-patches").stdout)
+    assert not any(c.startswith("+ patch -p1") for c in stock)
+    assert not any("--exact" in c for c in stock if "exact_probe.py" in c)

@@ -32,6 +32,7 @@ exit: 0 all steps done, 1 a step failed, 2 bad options, 3 a step not finished by
   --parallel-limit N streams in the second bench (default 32)
   --threads N        CPU threads simul uses beside the GPU (default 4; pinned, see docs/gpu.md)
   --fa               build llama.cpp's FlashAttention CUDA kernels too (off by default: a faster build)
+  --no-patches       build the stock source, without simul's tools/llama-patches (exact mode's switch)
   --cpu              build without CUDA and do not ask for a GPU (to test this script on a CPU machine)
   --arch ARCH        CUDA architecture(s) to build for, e.g. 90 or "80;90" (default: nvidia-smi's compute_cap)
   --deadline S       seconds from the start by which every step has ended (default 570; the limit is 600)
@@ -60,11 +61,11 @@ STREAMS_NAME=flores-devtest-en-de-lag3-100.jsonl
 FIXTURE=fixtures/streams/flores200-devtest-en-de-lag3.jsonl
 AMX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
-skip_build=0 cpu=0 dry=0 fa=0
+skip_build=0 cpu=0 dry=0 fa=0 no_patches=0
 stage=measure call="" steps=bench,parallel limit=30 parallel=16 parallel_limit=32 threads=4 arch="" deadline=570
 bundle=.gpu site=/tmp/site work=/tmp/simul-gpu out=${OUT:-} python=python3
 
-flag_options=" --skip-build --cpu --dry-run --fa --help "
+flag_options=" --skip-build --cpu --dry-run --fa --no-patches --help "
 while [[ $# -gt 0 ]]; do
   arg=$1
   if [[ $arg == --*=* ]]; then
@@ -78,6 +79,7 @@ while [[ $# -gt 0 ]]; do
     --skip-build) skip_build=1 ;;
     --cpu) cpu=1 ;;
     --fa) fa=1 ;;
+    --no-patches) no_patches=1 ;;
     --dry-run) dry=1 ;;
     -h | --help)
       usage
@@ -334,8 +336,29 @@ build_command() { # sets build_env and build_args
   local srcs=("$carried"/src/*.tar.gz)
   ((dry)) || [[ -f ${srcs[0]} ]] || die "no llama-cpp-python source in $carried/src: call 1 carries it (make gpu-bundle prints the calls)"
   ((${#srcs[@]} <= 1)) || die "more than one source archive in $carried/src: ${srcs[*]}"
+  local source=${srcs[0]}
+  # simul's patches to the vendored llama.cpp (tools/llama-patches, as make setup applies them): unpack the
+  # archive, patch, build the tree (their CPU switches only; CUDA kernels are untouched)
+  local patches=()
+  ((no_patches)) || for p in tools/llama-patches/*.patch; do [[ -f $p ]] && patches+=("$p"); done
+  if ((${#patches[@]})); then
+    local tree=$work/src-tree
+    show -- tar xzf "$source" -C "$tree"
+    if ((!dry)); then
+      rm -rf "$tree" && mkdir -p "$tree" && tar xzf "$source" -C "$tree" || die "cannot unpack $source"
+    fi
+    local unpacked
+    unpacked=$(ls -d "$tree"/llama_cpp_python-* 2>/dev/null | head -n 1)
+    ((dry)) && unpacked=$tree/llama_cpp_python-VERSION
+    for p in "${patches[@]}"; do
+      show -- patch -p1 --batch --forward -d "$unpacked/vendor/llama.cpp" -i "$repo/$p"
+      ((dry)) || patch -p1 --batch --forward -s -d "$unpacked/vendor/llama.cpp" -i "$repo/$p" ||
+        die "$p does not apply to $source (run with --no-patches for the stock source)"
+    done
+    source=$unpacked
+  fi
   build_env=(env CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)")
-  build_args=("$python" -m pip install --no-build-isolation --no-deps --no-cache-dir --upgrade --target "$site" "${srcs[0]}")
+  build_args=("$python" -m pip install --no-build-isolation --no-deps --no-cache-dir --upgrade --target "$site" "$source")
 }
 
 # the background build: setsid makes it a session of its own, which the device machine lets run on after the
@@ -554,11 +577,15 @@ if ((run_exact)); then
     "fa-on-companions3|-|--flash on --companions 3"
     "cpu-default|GGML_OP_OFFLOAD_MIN_BATCH=100000|--n-gpu-layers 0 --threads $cpu_threads --time 5"
     "cpu-no-repack-untiled-fa-off|GGML_OP_OFFLOAD_MIN_BATCH=100000 GGML_CPU_TILED_MM=0|--n-gpu-layers 0 --threads $cpu_threads --no-repack --flash off --time 5"
+    "cpu-exact|GGML_OP_OFFLOAD_MIN_BATCH=100000|--n-gpu-layers 0 --threads $cpu_threads --exact --time 5"
+    "cpu-exact-long|GGML_OP_OFFLOAD_MIN_BATCH=100000|--n-gpu-layers 0 --threads $cpu_threads --exact --long --rows 72 --widths 1,2,4,8,16,32,64"
+    "cpu-exact-companions3|GGML_OP_OFFLOAD_MIN_BATCH=100000|--n-gpu-layers 0 --threads $cpu_threads --exact --companions 3"
   )
   exact_rc=0
   for setting in "${exact_settings[@]}"; do
     IFS='|' read -r label envs opts <<<"$setting"
     ((fa)) || [[ $opts != *"--flash on"* ]] || { echo "   $label: skipped (built without --fa)"; continue; }
+    ((no_patches)) && [[ $opts == *"--exact"* ]] && { echo "   $label: skipped (--no-patches)"; continue; }
     env_args=()
     [[ $envs == - ]] || read -ra env_args <<<"$envs"
     read -ra opt_args <<<"$opts"
