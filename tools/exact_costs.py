@@ -11,7 +11,9 @@ process's CPU/wall.
     python tools/exact_costs.py [MODEL.gguf] [--modes fast,exact,exact-norepack] [--widths 1,2,...]
         [--repeats 15] [--threads 2] [--json OUT.json]
 Modes: fast (llama.cpp's defaults: FlashAttention auto, repacked weights), exact (simul's exact mode, repacked
-weights through gemv row by row), exact-norepack (exact mode on weights that are not repacked).
+weights through gemv row by row), exact-norepack (exact mode on weights that are not repacked),
+fast-norepack, and only-tiled, only-flash-attn, only-repack, only-sgemm: fast mode with one part of exact
+mode's switch on (what that part costs; exact needs them all).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ MODES = {
     "exact-norepack": {"exact": True, "repack": False},
     "fast-norepack": {"exact": False, "repack": False},
 }
+#: fast mode with one part of exact mode (simul.decoding.backend.exactness.PARTS): what that part costs
+PART_MODES = {"only-tiled": 1, "only-flash-attn": 2, "only-repack": 4, "only-sgemm": 8}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,9 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in MODES and m not in PART_MODES]
     if unknown:
-        parser.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
+        parser.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join([*MODES, *PART_MODES])}")
     widths = [int(w) for w in args.widths.split(",") if w]
 
     from simul.machine.load_order import load_llama_first
@@ -59,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     from simul.request.default_model import default_model_path
 
     model = Path(args.model) if args.model else default_model_path()
-    backends = {
-        m: LlamaBackend(model, n_ctx=512, n_threads=args.threads, n_gpu_layers=0, **MODES[m])  # type: ignore[arg-type]
-        for m in modes
-    }
+    backends = {}
+    for m in modes:
+        settings = MODES.get(m, {"exact": False, "repack": True})
+        backends[m] = LlamaBackend(model, n_ctx=512, n_threads=args.threads, n_gpu_layers=0, **settings)  # type: ignore[arg-type]
+        if m in PART_MODES:
+            backends[m].exact_parts = PART_MODES[m]
     for b in backends.values():
         b.warm_up()
     prompt = backends[modes[0]].tokenize(PROBE_PROMPTS[0], add_special=True)

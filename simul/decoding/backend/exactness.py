@@ -38,7 +38,11 @@ from typing import Any
 #: fast mode's tokens per second; the figures are in docs/results.md, "Exact mode")
 DEFAULT_EXACT = True
 #: the patch version the library reports (ggml_cpu_exact_patch) that this simul knows how to drive
-PATCH = "simul-exact/1"
+PATCH = "simul-exact/2"
+#: the patch's parts (bits of ggml_cpu_set_exact's argument; every one is needed for exactness, each alone
+#: serves to measure what it costs: tools/exact_costs.py)
+PARTS: dict[str, int] = {"tiled": 1, "flash-attn": 2, "repack": 4, "sgemm": 8}
+ALL_PARTS = 15
 PATCH_FILE = "tools/llama-patches/ggml-cpu-exact.patch"
 
 
@@ -61,7 +65,7 @@ class _Switch:
         self.searched = False
         self.setter: Any = None  # the C function ggml_cpu_set_exact
         self.patch: str | None = None
-        self.state: bool | None = None  # what was last set from here (None: never)
+        self.state: int | None = None  # the parts last set from here (None: never)
 
     def find(self, llama_cpp: object) -> None:
         if self.searched:
@@ -127,13 +131,15 @@ def exact_support(llama_cpp: object, gpu_layers: int) -> ExactSupport:
     return ExactSupport(_switch.patch)
 
 
-def apply(exact: bool) -> None:
-    """Set the library's switch for the next forward pass (only when it changes)."""
-    if _switch.state is exact:
+def apply(exact: bool | int) -> None:
+    """Set the library's switch for the next forward pass (only when it changes): True every part, False
+    none, an int those parts (PARTS; for measuring what each costs, never exact unless ALL_PARTS)."""
+    parts = ALL_PARTS if exact is True else 0 if exact is False else int(exact) & ALL_PARTS
+    if _switch.state == parts:
         return
     if _switch.setter is None:
-        if exact:
+        if parts:
             raise RuntimeError("exact mode needs simul's patched llama.cpp (exact_support says why)")
         return
-    _switch.setter(1 if exact else 0)
-    _switch.state = exact
+    _switch.setter(parts)
+    _switch.state = parts

@@ -132,6 +132,9 @@ class LlamaBackend:
         self.flash_attn: FlashAttn = "on" if exact else flash_attn
         self.repack = repack
         self.exact = exact
+        # some of exact mode's parts alone (exactness.PARTS), for measuring what each costs
+        # (tools/exact_costs.py); None: all of them in exact mode, none in fast mode
+        self.exact_parts: int | None = None
         # The CPU sample that chooses the threads also chooses the wait policy, before llama.cpp loads.
         if thread_choice is None and (not n_threads or not wait_policy_chosen()):
             thread_choice = choose_threads(n_threads)
@@ -517,7 +520,7 @@ class LlamaBackend:
         # pass of another backend of this process (simul bench's lanes, both loading at once) must neither
         # run beside this one nor flip the switch under it: passes hold a lock, and set the switch in it.
         with _DECODE_LOCK:
-            apply_exact(self.exact)
+            apply_exact(self.exact if self.exact_parts is None else self.exact_parts)
             rc = self._lib.llama_decode(self._ctx, self._batch)  # type: ignore[attr-defined]
         if rc != 0:
             where = (
