@@ -129,7 +129,8 @@ def test_resume_refuses_other_decoding_conditions(
     """Streams decoded with another thread count, llama-cpp-python or instruction-set family would make a
     run that no single process gives: --resume refuses, naming what differs (exit 2)."""
     out = tmp_path / "run"
-    args = ("--limit", "2", "--threads", "2", "--out", str(out))
+    # fast mode: there the thread count changes llama.cpp's sums (exact mode's rows do not depend on it)
+    args = ("--limit", "2", "--threads", "2", "--no-exact", "--out", str(out))
     assert runner.invoke(app, eval_args(tiny_model, streams_file, *args)).exit_code == 0
     run = json.loads((out / "run.json").read_text())
     run["status"] = STATUS_INTERRUPTED
@@ -153,6 +154,20 @@ def test_resume_refuses_other_decoding_conditions(
     (out / "run.json").write_text(json.dumps(run))
     code, text = resume()
     assert code == 0, text
+
+
+def test_an_exact_run_resumes_on_another_thread_count(
+    tiny_model: Path, streams_file: Path, tmp_path: Path
+) -> None:
+    """In exact mode a row's logits do not depend on how the threads share a pass: --resume takes the run."""
+    out = tmp_path / "run"
+    args = ("--limit", "2", "--threads", "2", "--exact", "--out", str(out))
+    assert runner.invoke(app, eval_args(tiny_model, streams_file, *args)).exit_code == 0
+    run = json.loads((out / "run.json").read_text())
+    run["status"] = STATUS_INTERRUPTED
+    (out / "run.json").write_text(json.dumps(run))
+    again = runner.invoke(app, eval_args(tiny_model, streams_file, *args, "--resume", "--threads", "1"))
+    assert again.exit_code == 0, again.output
 
 
 def test_score_errors(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:

@@ -239,10 +239,19 @@ def test_merge_refuses_shards_that_do_not_belong_together(runs: dict[str, Path],
         s3, tmp_path / "llama", lambda run: run["environment"].__setitem__("llama_cpp_python", "0.0.1")
     )
     assert "different environment.llama_cpp_python" in refusal(out, s1, s2, other_llama)
-    # the thread count and the CPU's instruction sets change llama.cpp's sums: a near-tie can flip an output
-    other_threads = edited_copy(s3, tmp_path / "threads", set_config("threads", 1))
-    text = refusal(out, s1, s2, other_threads)
+
+    # in fast mode the thread count and the CPU's instruction sets change llama.cpp's sums: a near-tie can
+    # flip an output; in exact mode the thread count does not (tests/test_exact.py): shards may differ in it
+    def fast(run: dict[str, Any]) -> None:
+        run["config"]["exact"] = False
+
+    fast_dirs = [edited_copy(s, tmp_path / f"fast{k}", fast) for k, s in enumerate((s1, s2, s3))]
+    other_threads = edited_copy(fast_dirs[2], tmp_path / "threads", set_config("threads", 1))
+    text = refusal(out, fast_dirs[0], fast_dirs[1], other_threads)
     assert "different config.threads: 2 in" in text and "1 in" in text and "same --threads" in text
+    exact_threads = edited_copy(s3, tmp_path / "exact-threads", set_config("threads", 1))
+    merged = runner.invoke(app, ["merge", str(tmp_path / "merged"), str(s1), str(s2), str(exact_threads)])
+    assert merged.exit_code == 0, merged.output
     own_isa = json.loads((s3 / "run.json").read_text())["environment"]["cpu_isa"]
     assert isinstance(own_isa, list)  # recorded by this simul
     other_isa = edited_copy(

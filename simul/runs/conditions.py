@@ -6,7 +6,9 @@ set family or llama-cpp-python version sums in another order, the logits differ 
 near-tie can flip a greedy output (the Makefile's note on the tiny test model). A run whose streams were
 decoded under different conditions would hold outputs no single process gives, so merge and resume refuse
 it, naming what differs. A condition that one side did not record (run files written before simul recorded
-``cpu_isa``) is not compared.
+``cpu_isa``) is not compared. In exact mode (both runs' ``config.exact``) a row's arithmetic does not
+depend on how the threads share a product (simul.decoding.backend.exactness; tests/test_exact.py), so the
+thread count is not a condition there; the instruction sets and the library still are (other kernels).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def decoding_differences(first: Mapping[str, Any], second: Mapping[str, Any]) ->
     """The decoding conditions in which two runs' run.json differ: thread count, llama-cpp-python version and
     the CPU's instruction sets."""
     out = []
-    ta, tb = _mapping(first.get("config")).get("threads"), _mapping(second.get("config")).get("threads")
-    if ta != tb:
+    ca, cb = _mapping(first.get("config")), _mapping(second.get("config"))
+    ta, tb = ca.get("threads"), cb.get("threads")
+    if ta != tb and not (ca.get("exact") is True and cb.get("exact") is True):
         out.append(ConditionChange("config.threads", short(ta), short(tb), "decode with the same --threads"))
     ea, eb = _mapping(first.get("environment")), _mapping(second.get("environment"))
     la, lb = ea.get("llama_cpp_python"), eb.get("llama_cpp_python")
