@@ -47,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", default=",".join(str(n) for n in range(1, 33)))
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="after a long prompt (past 512 cells: fast mode's split-KV FlashAttention for one row)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -59,19 +64,20 @@ def main(argv: list[str] | None = None) -> int:
 
     load_llama_first(["bench"])
     from simul.decoding.backend import LlamaBackend
-    from simul.decoding.backend.invariance import PROBE_PROMPTS
+    from simul.decoding.backend.invariance import PROBE_PROMPTS, long_prompts
     from simul.request.default_model import default_model_path
 
     model = Path(args.model) if args.model else default_model_path()
     backends = {}
     for m in modes:
         settings = MODES.get(m, {"exact": False, "repack": True})
-        backends[m] = LlamaBackend(model, n_ctx=512, n_threads=args.threads, n_gpu_layers=0, **settings)  # type: ignore[arg-type]
+        backends[m] = LlamaBackend(model, n_ctx=1024, n_threads=args.threads, n_gpu_layers=0, **settings)  # type: ignore[arg-type]
         if m in PART_MODES:
             backends[m].exact_parts = PART_MODES[m]
     for b in backends.values():
         b.warm_up()
-    prompt = backends[modes[0]].tokenize(PROBE_PROMPTS[0], add_special=True)
+    text = long_prompts()[0] if args.long else PROBE_PROMPTS[0]
+    prompt = backends[modes[0]].tokenize(text, add_special=True)
     load_before = os.getloadavg()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     times: dict[str, dict[int, list[float]]] = {m: {n: [] for n in widths} for m in modes}
@@ -94,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     med = {m: {n: statistics.median(v) * 1000 for n, v in per.items()} for m, per in times.items()}
     print(
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}; CPU/wall {cpu / wall:.2f}; "
-        f"{args.threads} threads; {args.repeats} passes per mode and width, medians in ms"
+        f"{args.threads} threads; {args.repeats} passes per mode and width after a prompt of {len(prompt)} "
+        "tokens, medians in ms"
     )
     head = "  n " + "".join(f"{m:>16}" for m in modes) + "".join(f"{m + '/fast':>22}" for m in modes[1:])
     print(head)
@@ -107,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             "model": str(model),
             "threads": args.threads,
             "repeats": args.repeats,
+            "prompt_tokens": len(prompt),
             "load_before": load_before,
             "load_after": load_after,
             "cpu_wall": cpu / wall,
