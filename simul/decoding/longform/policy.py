@@ -28,37 +28,8 @@ from typing import Any
 
 from simul.common.errors import UsageError
 from simul.common.languages import get_language
+from simul.common.sentences import is_sentence_end
 from simul.streams.format import Stream
-
-_ENDS = (".", "?", "!", "…", "。", "？", "！")
-_CLOSERS = "\"'”’»)]}」』）"
-# Words ending in "." that do not end a sentence (lower-cased, closing characters removed).
-_ABBREVIATIONS = frozenset(
-    {
-        "mr.",
-        "mrs.",
-        "ms.",
-        "dr.",
-        "prof.",
-        "st.",
-        "vs.",
-        "etc.",
-        "e.g.",
-        "i.e.",
-        "cf.",
-        "fig.",
-        "no.",
-        "al.",
-        "approx.",
-        "jr.",
-        "sr.",
-        "inc.",
-        "ltd.",
-        "u.s.",
-        "a.m.",
-        "p.m.",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -85,16 +56,6 @@ class WindowPolicy:
             "cut": "sentence ends in the source (once a later word has arrived), else every max_window units",
             "commit": "a closed window gets a final translation and is never revised",
         }
-
-
-def is_sentence_end(unit: str) -> bool:
-    word = unit.rstrip(_CLOSERS)
-    if not word.endswith(_ENDS):
-        return False
-    if word.endswith(".") and word.lower().lstrip("\"'“‘«([{") in _ABBREVIATIONS:
-        return False
-    # "3." or "2.5." in a list or number: a single digit run before the dot is a numbering, not an end
-    return not (word.endswith(".") and word[:-1].isdigit() and len(word) <= 3)
 
 
 def source_units(text: str, unspaced: bool) -> list[str]:
