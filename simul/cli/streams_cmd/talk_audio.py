@@ -86,10 +86,12 @@ def recognize_talk_audio(
     tgt: str,
 ) -> dict[str, Any]:
     """Recognize the recording, write its long-form stream and report it; returns the JSON summary."""
+    from simul.streams.asr.audio import audio_info
     from simul.streams.asr.build import _talk_of
     from simul.streams.asr.recognizer import load_recognizer
     from simul.streams.asr.talk import recognize_talk, talk_segments
 
+    audio_info(audio)  # an unreadable or empty file is an error before anything else
     talk = _talk_of(audio)
     dataset = name or (source.name.split(".")[0] if source is not None else talk)
     reference_segments = talk_segments(audio, dataset, segments, refs, source)  # errors before the model

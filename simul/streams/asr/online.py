@@ -20,8 +20,10 @@ invented text that follows. Here the buffer is bounded:
 
 * when neither rule finds a point, the buffer is cut at the end of its last committed word (everything
   before it is final anyway);
-* when the gate hears no speech in a buffer without unconfirmed words, all but its last second is dropped
-  (silence is never re-recognized);
+* a pause of 2 s or more after the last committed word, with nothing unconfirmed, cuts the buffer at that
+  word's end, and when the gate then hears no speech in the buffer, all but its last second is dropped:
+  committed speech followed by silence, where Whisper invents and repeats text, is not recognized again,
+  and silence is never re-recognized;
 * **the buffer Whisper hears is never longer than** ``limit_ms``: before a recognition, a longer buffer is
   cut from the front: after the first committed word that ends past the excess; failing that, after the
   first unconfirmed word that does, the unconfirmed words up to it then committed without agreement
@@ -33,6 +35,7 @@ emission), how long the recognition took (measured on this machine) and the buff
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +56,8 @@ PROMPT_CHARS = 200
 DEFAULT_CHUNK_MS = 1000.0
 DEFAULT_TRIM_AFTER_MS = 15_000.0
 DEFAULT_LIMIT_MS = 25_000.0
+# A pause this long after the last committed word, with nothing unconfirmed, cuts the buffer there (ms).
+PAUSE_CUT_MS = 2000.0
 # In a silent buffer this much of its end is kept, in case a word is starting (ms).
 SILENCE_KEEP_MS = 1000.0
 # The longest buffer Whisper can hear in one window (30 s) less room for its last timestamps.
@@ -123,7 +128,7 @@ class Update:
     newly_committed: int
     heard: bool
     limit_cut: bool  # the buffer was cut at its limit before this recognition
-    trimmed: str | None  # "segment", "sentence", "committed" or "silence" when cut after it
+    trimmed: str | None  # "segment", "sentence", "committed", "pause" or "silence" when cut after it
     final: bool = False
 
 
@@ -251,9 +256,14 @@ class OnlineRecognizer:
                 self.cut_at(cut)
                 return self._count("silence")
             return None
-        if self.buffer_ms <= self.options.trim_after_ms or not self.agreement.committed_in_buffer:
+        if not self.agreement.committed_in_buffer:
             return None
         last_end = self.agreement.committed_in_buffer[-1].end_ms
+        if not self.agreement.unconfirmed and self.heard_ms - last_end >= PAUSE_CUT_MS:
+            self.cut_at(last_end)  # a pause after words that are all committed: keep only the pause
+            return self._count("pause")
+        if self.buffer_ms <= self.options.trim_after_ms:
+            return None
         if self.options.trim == "segment":
             ends = [self.offset_ms + e for e in recognition.segment_ends_ms[:-1]]
             points = [e for e in ends if self.offset_ms < e <= last_end]
@@ -307,7 +317,8 @@ def recognize_recording(
         ready = 0.0
         while heard < len(samples):
             end_ms = min(duration_ms, max(ready, 1000.0 * heard / SAMPLE_RATE + options.interval_ms))
-            end = len(samples) if end_ms >= duration_ms else _samples_at(end_ms)
+            # the first sample at or after end_ms: an update never starts before its audio is there
+            end = len(samples) if end_ms >= duration_ms else math.ceil(end_ms * SAMPLE_RATE / 1000.0 - 1e-9)
             loop.insert_audio(samples[heard:end])
             heard = end
             update = loop.process()
