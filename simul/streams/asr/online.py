@@ -121,6 +121,7 @@ class Update:
 
     audio_ms: float  # the talk's audio heard so far (computation-unaware emission time)
     compute_ms: float  # measured: gate, Whisper and the bookkeeping
+    cpu_ms: float  # the process's CPU time (all threads) in that time: the work, whatever else runs
     buffer_start_ms: float
     buffer_ms: float  # the length of the buffer Whisper heard
     committed: tuple[TimedWord, ...]  # every word committed so far
@@ -171,7 +172,7 @@ class OnlineRecognizer:
 
     def process(self) -> Update:
         """Recognize the buffer (after cutting it to its limit), commit what agrees, trim."""
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         limit_cut = self._enforce_limit()
         buffer_start, buffer_ms = self.offset_ms, self.buffer_ms
         recognition = self.recognizer.words(self.audio, self.prompt())
@@ -184,9 +185,11 @@ class OnlineRecognizer:
         self.committed.extend(new)
         trimmed = self._trim(recognition)
         compute_ms = 1000.0 * (time.perf_counter() - started)
+        cpu_ms = 1000.0 * (time.process_time() - cpu_started)
         return Update(
             audio_ms=self.heard_ms,
             compute_ms=compute_ms,
+            cpu_ms=cpu_ms,
             buffer_start_ms=buffer_start,
             buffer_ms=buffer_ms,
             committed=tuple(self.committed),
@@ -205,6 +208,7 @@ class OnlineRecognizer:
         return Update(
             audio_ms=last.audio_ms,
             compute_ms=0.0,
+            cpu_ms=0.0,
             buffer_start_ms=last.buffer_start_ms,
             buffer_ms=last.buffer_ms,
             committed=tuple(self.committed),

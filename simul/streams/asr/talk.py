@@ -7,6 +7,7 @@ transcript becomes a step holding the committed text followed by the unconfirmed
 ==================  ==========================================================================================
 ``audio_ms``        the audio heard when the update ran: its computation-unaware emission time (chunk end)
 ``compute_ms``      measured time of the update on this machine (gate, Whisper, agreement, trimming)
+``cpu_ms``          the process's CPU time in that update (all threads): its work, whatever else ran
 ``ready_ms``        computation-aware emission: ``max(audio_ms, previous ready_ms) + compute_ms``
 ``committed_chars`` the first this many characters of the step's source are committed (never revised)
 ``buffer_ms``       the length of the audio buffer Whisper heard (``buffer_start_ms``: where it began)
@@ -101,6 +102,9 @@ class TalkRecognition:
             "trims": dict(sorted(self.loop.trims.items())),
             "repeated_words_dropped": self.loop.repeated_words_dropped,
             "update_ms_by_quarter": [round(q, 1) for q in quarters],
+            "update_cpu_ms_by_quarter": [
+                round(q, 1) for q in cost_by_quarter([u.cpu_ms for u in self.recognitions])
+            ],
             "cost_growth": round(quarters[-1] / quarters[0], 3) if quarters and quarters[0] > 0 else None,
             "final_lag_s": round((ready[-1] - self.duration_ms) / 1000.0, 3) if ready else None,
             "model_load_s": round(self.load_seconds, 3),
@@ -169,6 +173,7 @@ def talk_steps(updates: Sequence[Update], timing: str) -> list[fmt.Step]:
         extra: dict[str, Any] = {
             "audio_ms": round(update.audio_ms, 1),
             "compute_ms": round(update.compute_ms, 1),
+            "cpu_ms": round(update.cpu_ms, 1),
             "ready_ms": round(ready_ms, 1),
             "committed_chars": len(committed_text),
             "buffer_start_ms": round(update.buffer_start_ms, 1),
@@ -277,6 +282,7 @@ def recognize_talk(
                 "forced_words",
                 "trims",
                 "update_ms_by_quarter",
+                "update_cpu_ms_by_quarter",
             )
         }
     )
