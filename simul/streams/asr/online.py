@@ -21,9 +21,10 @@ invented text that follows. Here the buffer is bounded:
 * when neither rule finds a point, the buffer is cut at the end of its last committed word (everything
   before it is final anyway);
 * a pause of 2 s or more after the last committed word, with nothing unconfirmed, cuts the buffer at that
-  word's end, and when the gate then hears no speech in the buffer, all but its last second is dropped:
-  committed speech followed by silence, where Whisper invents and repeats text, is not recognized again,
-  and silence is never re-recognized;
+  word's end; when the gate then hears no speech in the buffer, all but its last second is dropped, and
+  when Whisper hears it and finds no words (noise, a breath, the tail of a committed word), all but its
+  last 3 s: committed speech followed by silence, where Whisper invents and repeats text, is not
+  recognized again, and silence does not pile up;
 * **the buffer Whisper hears is never longer than** ``limit_ms``: before a recognition, a longer buffer is
   cut from the front: after the first committed word that ends past the excess; failing that, after the
   first unconfirmed word that does, the unconfirmed words up to it then committed without agreement
@@ -56,6 +57,8 @@ PROMPT_CHARS = 200
 DEFAULT_CHUNK_MS = 1000.0
 DEFAULT_TRIM_AFTER_MS = 15_000.0
 DEFAULT_LIMIT_MS = 25_000.0
+# A buffer in which Whisper found no words keeps this much of its end: speech may be starting there (ms).
+NO_WORDS_KEEP_MS = 3000.0
 # A pause this long after the last committed word, with nothing unconfirmed, cuts the buffer there (ms).
 PAUSE_CUT_MS = 2000.0
 # In a silent buffer this much of its end is kept, in case a word is starting (ms).
@@ -129,7 +132,7 @@ class Update:
     newly_committed: int
     heard: bool
     limit_cut: bool  # the buffer was cut at its limit before this recognition
-    trimmed: str | None  # "segment", "sentence", "committed", "pause" or "silence" when cut after it
+    trimmed: str | None  # how it was cut after: segment, sentence, committed, pause, silence, no-words
     final: bool = False
 
 
@@ -254,11 +257,13 @@ class OnlineRecognizer:
 
     def _trim(self, recognition: Recognition) -> str | None:
         """Cut the buffer after a recognition: in silence, or once it is longer than ``trim_after_ms``."""
-        if not recognition.heard and not self.agreement.unconfirmed:
-            cut = self.heard_ms - SILENCE_KEEP_MS
-            if cut > self.offset_ms:
-                self.cut_at(cut)
-                return self._count("silence")
+        if not recognition.words and not self.agreement.unconfirmed:
+            # nothing to wait for: the gate heard no speech, or Whisper heard the buffer and said nothing
+            silent = not recognition.heard
+            keep, kind = (SILENCE_KEEP_MS, "silence") if silent else (NO_WORDS_KEEP_MS, "no-words")
+            if self.heard_ms - keep > self.offset_ms:
+                self.cut_at(self.heard_ms - keep)
+                return self._count(kind)
             return None
         if not self.agreement.committed_in_buffer:
             return None
