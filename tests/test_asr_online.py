@@ -339,3 +339,28 @@ def test_empty_and_corrupt_audio_are_errors_naming_the_file(
     code, out = _asr(tmp_path, "--audio", str(bad), "--longform")
     assert code == 1 and message in out and "bad.wav" in out
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_the_unaware_times_tool_takes_the_audio_heard(tmp_path: Path) -> None:
+    from tests.helpers import load_tool
+
+    tool = load_tool("asr_unaware_times")
+    stream = Stream(
+        "s-1",
+        "en",
+        "de",
+        (
+            Step("hello", False, 700.0, {"audio_ms": 500.0, "compute_ms": 200.0}),
+            Step("hello there", True, 1300.0, {"audio_ms": 1000.0, "compute_ms": 300.0}),
+        ),
+        reference="hallo",
+    )
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_streams(source, [stream])
+    assert tool.main([str(source), str(out)]) == 0
+    steps = read_streams(out)[0].steps
+    assert [s.time_ms for s in steps] == [500.0, 1000.0]
+    assert [s.extra["measured_time_ms"] for s in steps] == [700.0, 1300.0]
+    untimed = Stream("u", "en", "de", (Step("hello", True),), reference="hallo")
+    write_streams(source, [untimed])
+    assert tool.main([str(source), str(out)]) == 1
