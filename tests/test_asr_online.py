@@ -110,8 +110,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
-def committed_text(updates: list[online.Update]) -> str:
-    return " ".join(w.text for w in updates[-1].committed)
+def committed_text(loop: online.OnlineRecognizer) -> str:
+    return " ".join(w.text for w in loop.committed)
 
 
 # --- LocalAgreement-2 ----------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_a_ten_minute_talk_keeps_its_buffer_and_cost_bounded(clock: FakeClock) -
     updates, loop = recognize_recording(recognizer, clock_audio(600), OnlineOptions())
     assert len(updates) == 601 and updates[-1].final  # 600 chunk ends, then the final update
     # every word of the talk is committed once, in order, none dropped or repeated
-    assert committed_text(updates) == " ".join(w.text for w in words)
+    assert committed_text(loop) == " ".join(w.text for w in words)
     assert max(recognizer.buffers_ms) <= OnlineOptions().limit_ms
     assert max(recognizer.buffers_ms) <= 16_000  # trimmed at segment ends once past 15 s
     assert loop.limit_cuts == 0 and loop.forced_words == 0 and loop.trims["segment"] > 30
@@ -180,10 +180,10 @@ def test_a_ten_minute_talk_keeps_its_buffer_and_cost_bounded(clock: FakeClock) -
 def test_the_prompt_is_committed_text_that_left_the_buffer(clock: FakeClock) -> None:
     words = scripted_words(60)
     recognizer = ScriptedRecognizer(words, clock)
-    updates, _ = recognize_recording(recognizer, clock_audio(60), OnlineOptions())
+    _, loop = recognize_recording(recognizer, clock_audio(60), OnlineOptions())
     prompts = [p for p in recognizer.prompts if p]
     assert prompts, "the buffer was never trimmed"
-    final = committed_text(updates)
+    final = committed_text(loop)
     for prompt in prompts:
         assert prompt in final and len(prompt) <= 200 + max(len(w.text) for w in words) + 1
     assert recognizer.prompts[0] == ""
@@ -196,7 +196,7 @@ def test_sentence_trimming_cuts_at_a_committed_sentence_end(clock: FakeClock) ->
     for before, after in itertools.pairwise(updates):
         if after.buffer_start_ms > before.buffer_start_ms and before.trimmed == "sentence":
             cut = after.buffer_start_ms
-            ended = [w for w in before.committed if abs(w.end_ms - cut) < 1.0]
+            ended = [w for w in loop.committed[: before.committed] if abs(w.end_ms - cut) < 1.0]
             assert ended and ended[-1].text.endswith(".")
 
 
@@ -204,7 +204,7 @@ def test_silence_in_the_middle_is_dropped_not_recognized(clock: FakeClock) -> No
     words = scripted_words(70, pause=(20.0, 50.0))
     recognizer = ScriptedRecognizer(words, clock)
     updates, loop = recognize_recording(recognizer, clock_audio(70), OnlineOptions())
-    assert committed_text(updates) == " ".join(w.text for w in words)
+    assert committed_text(loop) == " ".join(w.text for w in words)
     silent = [u for u in updates if 24_000 <= u.audio_ms <= 50_000]
     assert silent and all(not u.heard for u in silent)  # Whisper does not run on silence
     assert max(u.buffer_ms for u in silent[1:]) <= 2000  # and the silence is cut away
@@ -259,8 +259,8 @@ def test_options_are_checked(options: OnlineOptions, message: str) -> None:
 
 def test_steps_hold_committed_text_unconfirmed_rest_and_word_times(clock: FakeClock, tmp_path: Path) -> None:
     words = scripted_words(40)
-    updates, _ = recognize_recording(ScriptedRecognizer(words, clock), clock_audio(40), OnlineOptions())
-    steps = talk_steps(updates, "measured")
+    updates, loop = recognize_recording(ScriptedRecognizer(words, clock), clock_audio(40), OnlineOptions())
+    steps = talk_steps(updates, loop.committed, "measured")
     assert steps[-1].final and not any(s.final for s in steps[:-1])
     assert steps[-1].source == " ".join(w.text for w in words)
     committed = [s.source[: s.extra["committed_chars"]] for s in steps]
@@ -270,8 +270,8 @@ def test_steps_hold_committed_text_unconfirmed_rest_and_word_times(clock: FakeCl
     times = [s.time_ms for s in steps]
     assert times == sorted(times)  # type: ignore[type-var]
     assert all(s.time_ms == s.extra["ready_ms"] and s.extra["ready_ms"] >= s.extra["audio_ms"] for s in steps)
-    assert [s.extra["audio_ms"] for s in talk_steps(updates, "audio")] == [
-        s.time_ms for s in talk_steps(updates, "audio")
+    assert [s.extra["audio_ms"] for s in talk_steps(updates, loop.committed, "audio")] == [
+        s.time_ms for s in talk_steps(updates, loop.committed, "audio")
     ]
     # every word's time, put together from the steps, is the scripted time of that word
     final_times = word_times(steps)[-1]
@@ -286,8 +286,8 @@ def test_steps_hold_committed_text_unconfirmed_rest_and_word_times(clock: FakeCl
 
 
 def test_no_speech_gives_no_steps(clock: FakeClock) -> None:
-    updates, _ = recognize_recording(ScriptedRecognizer([], clock), clock_audio(5), OnlineOptions())
-    assert updates[-1].final and talk_steps(updates, "measured") == []
+    updates, loop = recognize_recording(ScriptedRecognizer([], clock), clock_audio(5), OnlineOptions())
+    assert updates[-1].final and talk_steps(updates, loop.committed, "measured") == []
 
 
 def test_word_times_refuse_steps_that_do_not_match() -> None:

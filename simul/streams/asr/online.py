@@ -127,7 +127,7 @@ class Update:
     cpu_ms: float  # the process's CPU time (all threads) in that time: the work, whatever else runs
     buffer_start_ms: float
     buffer_ms: float  # the length of the buffer Whisper heard
-    committed: tuple[TimedWord, ...]  # every word committed so far
+    committed: int  # how many words are committed so far (the loop's ``committed[:n]``; never fewer later)
     unconfirmed: tuple[TimedWord, ...]
     newly_committed: int
     heard: bool
@@ -195,7 +195,7 @@ class OnlineRecognizer:
             cpu_ms=cpu_ms,
             buffer_start_ms=buffer_start,
             buffer_ms=buffer_ms,
-            committed=tuple(self.committed),
+            committed=len(self.committed),
             unconfirmed=tuple(self.agreement.unconfirmed),
             newly_committed=len(new),
             heard=recognition.heard,
@@ -214,7 +214,7 @@ class OnlineRecognizer:
             cpu_ms=0.0,
             buffer_start_ms=last.buffer_start_ms,
             buffer_ms=last.buffer_ms,
-            committed=tuple(self.committed),
+            committed=len(self.committed),
             unconfirmed=(),
             newly_committed=len(rest),
             heard=last.heard,

@@ -157,19 +157,28 @@ def talk_segments(
     ]
 
 
-def talk_steps(updates: Sequence[Update], timing: str) -> list[fmt.Step]:
-    """The stream steps of a recording's updates (see the module docstring); no steps without speech."""
+def talk_steps(updates: Sequence[Update], committed: Sequence[TimedWord], timing: str) -> list[fmt.Step]:
+    """The stream steps of a recording's updates (see the module docstring); no steps without speech.
+
+    ``committed`` is the loop's list of committed words after the last update: an update's committed words
+    are its first ``update.committed`` (committed words are never taken back).
+    """
     if not updates or not (updates[-1].committed or updates[-1].unconfirmed):
         return []  # nothing recognized in the end: no speech (words shown earlier were taken back)
     ready = emission_times(updates)
     steps: list[fmt.Step] = []
     previous_committed = 0
+    committed_text = ""  # grown word by word: a step costs its new words, not the talk so far
+    known = 0
     for update, ready_ms in zip(updates, ready, strict=True):
-        words: list[TimedWord] = [*update.committed, *update.unconfirmed]
-        source = " ".join(w.text for w in words)
+        for word in committed[known : update.committed]:
+            committed_text = f"{committed_text} {word.text}" if committed_text else word.text
+        known = update.committed
+        rest = " ".join(w.text for w in update.unconfirmed)
+        source = f"{committed_text} {rest}" if committed_text and rest else committed_text or rest
         if not source or (steps and steps[-1].source == source and not update.final):
             continue
-        committed_text = " ".join(w.text for w in update.committed)
+        timed = [*committed[previous_committed : update.committed], *update.unconfirmed]
         extra: dict[str, Any] = {
             "audio_ms": round(update.audio_ms, 1),
             "compute_ms": round(update.compute_ms, 1),
@@ -179,7 +188,7 @@ def talk_steps(updates: Sequence[Update], timing: str) -> list[fmt.Step]:
             "buffer_start_ms": round(update.buffer_start_ms, 1),
             "buffer_ms": round(update.buffer_ms, 1),
             "words_from": previous_committed,
-            "word_ms": [[round(w.start_ms, 1), round(w.end_ms, 1)] for w in words[previous_committed:]],
+            "word_ms": [[round(w.start_ms, 1), round(w.end_ms, 1)] for w in timed],
         }
         time_ms = update.audio_ms if timing == "audio" else ready_ms
         if steps and steps[-1].source == source:  # the final update changed nothing: the last step is final
@@ -187,7 +196,7 @@ def talk_steps(updates: Sequence[Update], timing: str) -> list[fmt.Step]:
             steps[-1] = fmt.Step(last.source, final=True, time_ms=last.time_ms, extra=last.extra)
             break
         steps.append(fmt.Step(source, final=update.final, time_ms=time_ms, extra=extra))
-        previous_committed = len(update.committed)
+        previous_committed = update.committed
     return steps
 
 
@@ -227,7 +236,7 @@ def recognize_talk(
         updates, loop = recognize_recording(recognizer, samples, options)
     else:
         updates, loop = _with_progress(recognizer, samples, options, duration_ms, progress)
-    steps = talk_steps(updates, options.timing)
+    steps = talk_steps(updates, loop.committed, options.timing)
     if not steps:
         raise SimulError(
             f"no speech was recognized in {audio} ({duration_ms / 1000.0:.1f} s): nothing to translate; "
