@@ -128,6 +128,20 @@ def test_a_recording_becomes_one_long_form_stream_that_simul_eval_plays(
     for method in methods.values():
         assert method["metrics"]["long_yaal"] is not None and method["metrics"]["ca_long_yaal"] is not None
         assert len(method["counts"]["talk_cost"]["cost_quarters_ms"]) == 4
+    # every other method too (the tiny model: seconds each)
+    others = (
+        ("cd",),
+        ("lookup",),
+        ("ngram-cache",),
+        ("ssbd", "--beta", "0.2", "--mask-k", "2", "--mask", "output"),
+    )
+    for number, (name, *options) in enumerate(others):
+        out = tmp_path / f"run-{number}"
+        more = ("--method", name, *options, "--no-baseline", "--max-window", "8", "--n-ctx", "1024")
+        result = runner.invoke(app, eval_args(tiny_model, tmp_path / "talk.jsonl", *more, "--out", str(out)))
+        assert result.exit_code == 0, (name, result.output)
+        (method,) = json.loads((out / "run.json").read_text())["methods"]
+        assert method["metrics"]["long_yaal"] is not None, name
 
 
 def test_thirty_seconds_of_silence_in_the_middle_adds_no_words(tmp_path: Path) -> None:
