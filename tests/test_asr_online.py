@@ -364,3 +364,31 @@ def test_the_unaware_times_tool_takes_the_audio_heard(tmp_path: Path) -> None:
     untimed = Stream("u", "en", "de", (Step("hello", True),), reference="hallo")
     write_streams(source, [untimed])
     assert tool.main([str(source), str(out)]) == 1
+
+
+def test_reference_segments_from_lines_or_none(tmp_path: Path, tone: Path) -> None:
+    from simul.common.errors import SimulError
+    from simul.streams.asr.talk import talk_segments
+
+    en, de = tmp_path / "t.en", tmp_path / "t.de"
+    en.write_text("Hello there.\nGood bye.\n", encoding="utf-8")
+    de.write_text("Hallo.\nTschüss.\n", encoding="utf-8")
+    segments = talk_segments(tone, "t", None, [de], en)
+    assert [(s.source, s.reference, s.offset_ms) for s in segments] == [
+        ("Hello there.", "Hallo.", None),
+        ("Good bye.", "Tschüss.", None),
+    ]
+    assert talk_segments(tone, "t", None, [], None) == []
+    de.write_text("Hallo.\n", encoding="utf-8")
+    with pytest.raises(SimulError, match=r"t\.de has 1 lines but there are 2 segments"):
+        talk_segments(tone, "t", None, [de], en)
+
+
+def test_timed_words_lose_their_loops() -> None:
+    from simul.streams.asr.recognizer import collapse_loops, loop_free
+
+    texts = ["Thank", "you.", "Thank", "you.", "Thank", "you.", "Bye"]
+    words = [TimedWord(100.0 * i, 100.0 * i + 80, text) for i, text in enumerate(texts)]
+    kept = loop_free(words)
+    assert [w.text for w in kept] == ["Thank", "you.", "Bye"] and kept[0].start_ms == 400.0
+    assert collapse_loops(" ".join(texts)) == "Thank you. Bye"
