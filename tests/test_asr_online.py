@@ -392,3 +392,34 @@ def test_timed_words_lose_their_loops() -> None:
     kept = loop_free(words)
     assert [w.text for w in kept] == ["Thank", "you.", "Bye"] and kept[0].start_ms == 400.0
     assert collapse_loops(" ".join(texts)) == "Thank you. Bye"
+
+
+def test_whisper_words_are_timed_in_ms_without_punctuation_loops() -> None:
+    """WhisperRecognizer.words over faster-whisper's transcribe output (a stand-in model: no weights)."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from simul.streams.asr.recognizer import RecognizerOptions, WhisperRecognizer
+
+    calls: list[dict[str, Any]] = []
+
+    def transcribe(audio: Samples, **kwargs: Any) -> tuple[list[Any], None]:
+        calls.append(kwargs)
+        spoken = [(0.2, 0.5, " Thank"), (0.5, 0.8, " you."), (1.0, 1.1, " by")]
+        dots = [(1.1 + 0.01 * i, 1.11 + 0.01 * i, " .") for i in range(400)]
+        words = [SimpleNamespace(start=a, end=b, word=w) for a, b, w in spoken + dots]
+        return [SimpleNamespace(end=0.8, words=words[:2]), SimpleNamespace(end=5.1, words=words[2:])], None
+
+    recognizer = WhisperRecognizer.__new__(WhisperRecognizer)
+    recognizer.options = RecognizerOptions(vad="none")
+    recognizer._model = SimpleNamespace(transcribe=transcribe)
+    out = recognizer.words(np.zeros(SAMPLE_RATE * 6, dtype=np.float32), "earlier words")
+    assert [(w.start_ms, w.end_ms, w.text) for w in out.words] == [
+        (200.0, 500.0, "Thank"),
+        (500.0, 800.0, "you."),
+        (1000.0, 1100.0, "by"),
+    ]
+    assert out.segment_ends_ms == (800.0, 5100.0) and out.heard
+    assert calls[0]["initial_prompt"] == "earlier words" and calls[0]["word_timestamps"] is True
+    assert calls[0]["temperature"] == 0.0 and calls[0]["vad_filter"] is False
+    assert recognizer.words(np.zeros(0, dtype=np.float32), "") == Recognition((), (), heard=False)

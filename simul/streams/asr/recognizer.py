@@ -279,8 +279,10 @@ class WhisperRecognizer:
         faster-whisper's standard ``transcribe`` (30 s window) with word timestamps and the committed text
         as ``initial_prompt``, as whisper_streaming calls it; greedy at temperature 0 as everywhere in
         simul, and, with ``vad="silero"``, faster-whisper's own Silero filter on the buffer. The gate runs
-        first: a buffer without speech gives no words and Whisper does not run. A phrase repeated three or
-        more times in a row is cut to its last occurrence (:func:`collapse_loops`).
+        first: a buffer without speech gives no words and Whisper does not run. Words without a letter or
+        digit are dropped (Whisper looping on silence prints ". . . ." as hundreds of words: seen once in
+        5 minutes of ACL 60/60 speech), and a phrase repeated three or more times in a row is cut to its
+        last occurrence (:func:`collapse_loops`).
         """
         if self.speech_span(samples) is None:
             return Recognition((), (), heard=False)
@@ -301,7 +303,7 @@ class WhisperRecognizer:
             for word in segment.words or ():
                 start, end = 1000.0 * float(word.start), 1000.0 * float(word.end)
                 words.extend(TimedWord(start, end, piece) for piece in str(word.word).split())
-        kept = loop_free(words)
+        kept = loop_free([w for w in words if normalize_word(w.text)])
         return Recognition(tuple(kept), tuple(ends))
 
 
