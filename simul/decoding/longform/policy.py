@@ -70,25 +70,27 @@ def join_units(units: Sequence[str], unspaced: bool) -> str:
 
 
 def closed_windows(
-    units: Sequence[str], start: int, final: bool, policy: WindowPolicy
+    units: Sequence[str], start: int, final: bool, policy: WindowPolicy, closable: int | None = None
 ) -> list[tuple[int, int]]:
     """The windows ``[a, b)`` that close now, the open window starting at unit ``start``.
 
     A sentence end at unit i closes ``[start, i + 1)`` when a later unit exists or the talk is final; a window
     reaching more than ``max_window`` units closes after ``max_window``; at the talk's end what is left closes
-    (in pieces of at most ``max_window``)."""
+    (in pieces of at most ``max_window``). Before the end, no window closes past unit ``closable`` (the
+    recognizer's committed words, when the step says how many: the rest may still be revised)."""
     windows: list[tuple[int, int]] = []
     n = len(units)
+    bound = n if final or closable is None else min(n, closable)
     a = start
     while a < n:
         limit = min(n, a + policy.max_window)
         end = None
-        for i in range(a, limit):
+        for i in range(a, min(limit, bound)):
             if is_sentence_end(units[i]) and (i + 1 < n or final):
                 end = i + 1
                 break
         if end is None:
-            if n - a > policy.max_window or (final and n > a):
+            if (n - a > policy.max_window and a + policy.max_window <= bound) or (final and n > a):
                 end = limit
             else:
                 break
@@ -123,7 +125,11 @@ def window_updates(stream: Stream, policy: WindowPolicy) -> Iterator[WindowUpdat
     start = 0
     for step in stream.steps:
         units = source_units(step.source, unspaced)
-        closed = closed_windows(units, start, step.final, policy)
+        committed = step.extra.get("committed_chars")  # simul streams asr --audio --longform's steps
+        closable = None
+        if type(committed) is int and 0 <= committed <= len(step.source):
+            closable = len(source_units(step.source[:committed], unspaced))
+        closed = closed_windows(units, start, step.final, policy, closable)
         if closed:
             start = closed[-1][1]
         yield WindowUpdate(units, closed, start, step.final, unspaced)
