@@ -293,3 +293,25 @@ def test_omnisteval_longform_accepts_the_export(fmt: str, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     scores = (tmp_path / "scores" / "scores.tsv").read_text(encoding="utf-8")
     assert "BLEU" in scores and "LongYAAL (CU)" in scores
+
+
+def test_omnisteval_on_the_simulstream_log_gives_simuls_figures(tmp_path: Path) -> None:
+    """The printed command on the simulstream log tokenizes as the JSONL's does (``--lang de``), so OmniSTEval
+    re-segments as simul does and its figures are simul's (without ``--lang``, on an ACL 60/60 talk: chrF
+    35.51 against 35.56, LongYAAL 2655 against 2133 ms)."""
+    command = _omnisteval()
+    run = write_longform_run(tmp_path / "run")
+    export(run, "simulstream", "--method", "ssbd-b0.2")
+    argv = (run / "simulstream" / "ssbd-b0.2" / "command.simulstream.txt").read_text(encoding="utf-8").split()
+    assert argv[argv.index("--lang") + 1] == "de"
+    subprocess.run([command, *argv[1:], "--output_folder", str(tmp_path / "s")], check=True, timeout=300)
+    theirs = dict(
+        line.split("\t")
+        for line in (tmp_path / "s" / "scores.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    )
+    result = runner.invoke(app, ["score", str(run), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    (ours,) = [m["metrics"] for m in json.loads(result.stdout)["methods"] if m["key"] == "ssbd-b0.2"]
+    for key, name in (("chrf", "chrF"), ("bleu", "BLEU"), ("long_yaal", "LongYAAL (CU)")):
+        assert ours[key] == pytest.approx(float(theirs[name]), abs=0.01), key
+    assert ours["ca_long_yaal"] == pytest.approx(float(theirs["LongYAAL (CA)"]), abs=1.0)

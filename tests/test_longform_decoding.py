@@ -17,9 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
+from simul.common.sentences import is_sentence_end
 from simul.decoding.engine import Engine, EngineSettings
 from simul.decoding.longform import WindowPolicy, talk_positions_needed
-from simul.decoding.longform.policy import closed_windows, is_sentence_end, source_units
+from simul.decoding.longform.policy import closed_windows, source_units, window_updates
 from simul.decoding.records import StreamResult
 from simul.request.methods import Method
 from simul.streams.format import Segment, Step, Stream, write_streams
@@ -292,3 +293,26 @@ def test_talks_get_comet_per_reference_segment(
     first = methods[0]["metrics"]["comet"]
     mine = [seg["comet"] for seg in rows[0]["segments"]]
     assert first == pytest.approx(sum(mine) / len(mine), abs=1e-3)  # the system score: the segments' mean
+
+
+def test_windows_close_only_within_the_recognizers_committed_words() -> None:
+    """Steps of `simul streams asr --audio --longform` say how much of their source is committed
+    (extra.committed_chars); the unconfirmed rest may be revised, so no window closes over it before the end,
+    and a hallucinated tail that the next update takes back does not freeze the talk."""
+    policy = WindowPolicy(max_window=4)
+    dots = "A b. C d. " + " ".join(["."] * 40)
+    steps = (
+        Step("A b. C d.", False, 1000.0, {"committed_chars": 4}),  # "A b." committed
+        Step(dots, False, 2000.0, {"committed_chars": 9}),  # the rest: unconfirmed dots
+        Step("A b. C d. E f.", False, 3000.0, {"committed_chars": 9}),
+        Step("A b. C d. E f. G", True, 4000.0, {"committed_chars": 16}),
+    )
+    talk = Stream.talk("t", "en", "de", steps, (Segment(("x",), "x"),))
+    plans = list(window_updates(talk, policy))
+    assert [p.closed for p in plans] == [[(0, 2)], [(2, 4)], [], [(4, 6), (6, 7)]]
+    assert plans[1].start == 4 and plans[2].open_source == "E f."
+    # without committed_chars the same steps close windows over the dots (and the talk then freezes)
+    plain = Stream.talk(
+        "p", "en", "de", tuple(Step(s.source, s.final, s.time_ms) for s in steps), talk.segments
+    )
+    assert list(window_updates(plain, policy))[1].start > 40

@@ -216,10 +216,14 @@ def test_asr_longform_with_reference_and_yaml(tmp_path: Path) -> None:
     assert talk.segments[0].offset_ms == pytest.approx(590.0) and len(talk.steps) == 22
 
 
-def test_asr_longform_refuses_audio_and_segment_selection(tmp_path: Path) -> None:
+def test_asr_longform_refuses_audio_with_partials_and_segment_selection(tmp_path: Path) -> None:
     out = tmp_path / "x.jsonl"
+    both = ("--audio", str(CANDIDATE), "--partials", str(CANDIDATE))
+    code, _, stderr = run("asr", "--longform", *both, "--tgt-lang", "de", "-o", str(out))
+    assert code == 2 and "do not apply with --audio --longform" in stderr and "--partials" in stderr
+    # --audio --longform recognizes the file (docs/asr.md): a text file is not audio
     code, _, stderr = run("asr", "--longform", "--audio", str(CANDIDATE), "--tgt-lang", "de", "-o", str(out))
-    assert code == 2 and "--longform reads the recognizer's talk-level output" in stderr
+    assert code == 1 and "cannot read audio file" in " ".join(stderr.split())
     base = ["asr", "--longform", "--partials", str(SLTEV / "kaccNlwi6lUCEM.en.OStt")]
     code, _, stderr = run(
         *base,

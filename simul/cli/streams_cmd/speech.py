@@ -32,6 +32,7 @@ from simul.cli.streams_cmd.common import (
     warn,
     write_output,
 )
+from simul.cli.streams_cmd.talk_audio import TalkAsrOptions, recognize_talk_audio
 from simul.common.errors import SimulError, UsageError
 from simul.common.languages import get_language
 from simul.common.safe_text import markup
@@ -416,6 +417,7 @@ def _partial_streams(
 
 
 @handle_errors
+@with_group("talk_asr", TalkAsrOptions)
 @with_group("asr", AsrOptions)
 @with_group("partials", PartialsOptions)
 def asr_command(
@@ -463,18 +465,22 @@ def asr_command(
     *,
     partials: PartialsOptions,
     asr: AsrOptions,
+    talk_asr: TalkAsrOptions,
 ) -> None:
     """Streams from any recognizer output and a line-aligned transcript, or from recognizing an audio file.
 
-    With --longform, --partials covers whole recordings: one stream per talk (the --segments YAML's wav,
-    else --talk), with the line-aligned segments as its reference segmentation."""
+    With --longform, one stream per talk: --partials covers whole recordings (the --segments YAML's wav,
+    else --talk), or --audio is recognized as it arrives (LocalAgreement-2 over a trimmed buffer, as
+    whisper_streaming does), with the line-aligned or YAML segments as its reference segmentation."""
     refs = list(ref or [])
+    if longform and audio is not None:
+        _asr_longform_audio(
+            out, audio, source, refs, name, talk, segments, interval_ms, split_silence_ms, start, limit,
+            partials, asr, talk_asr, src_lang, tgt_lang, as_json,
+        )  # fmt: skip
+        return
+    refuse(only_with("--audio --longform", changed(talk_asr)))
     if longform:
-        if audio is not None:
-            raise UsageError(
-                "--longform reads the recognizer's talk-level output (--partials FILE); recognizing --audio "
-                "makes one stream per segment (leave out --longform)"
-            )
         start_limit = (["--start"] if start != 1 else []) + (["--limit"] if limit is not None else [])
         refuse(
             not_with(
@@ -535,6 +541,57 @@ def asr_command(
     )
     if as_json:
         print_json({"output": str(out), **summary, "streams": count})
+
+
+def _asr_longform_audio(
+    out: Path,
+    audio: Path,
+    source: Path | None,
+    refs: list[Path],
+    name: str | None,
+    talk: str | None,
+    segments: Path | None,
+    interval_ms: float | None,
+    split_silence_ms: float | None,
+    start: int,
+    limit: int | None,
+    partials: PartialsOptions,
+    asr: AsrOptions,
+    talk_asr: TalkAsrOptions,
+    src_lang: str,
+    tgt_lang: str,
+    as_json: bool,
+) -> None:
+    """--audio --longform: the whole recording as one stream, recognized as it arrives."""
+    refuse(
+        not_with(
+            "--audio --longform",
+            changed(partials)
+            + changed(asr, ("stable", "asr_window"))
+            + (["--talk"] if talk is not None else [])
+            + (["--split-silence-ms"] if split_silence_ms is not None else [])
+            + (["--start"] if start != 1 else [])
+            + (["--limit"] if limit is not None else []),
+            " (the recording is one stream; its words are committed by LocalAgreement-2)",
+        )
+    )
+    src, tgt = get_language(src_lang).short, get_language(tgt_lang).short
+    settings = asr.settings(None, src)
+    summary = recognize_talk_audio(
+        out,
+        audio,
+        source,
+        refs,
+        name,
+        segments,
+        settings.model,
+        settings.options,
+        talk_asr.online(interval_ms),
+        src,
+        tgt,
+    )
+    if as_json:
+        print_json(summary)
 
 
 def _asr_audio(

@@ -28,37 +28,8 @@ from typing import Any
 
 from simul.common.errors import UsageError
 from simul.common.languages import get_language
+from simul.common.sentences import is_sentence_end
 from simul.streams.format import Stream
-
-_ENDS = (".", "?", "!", "…", "。", "？", "！")
-_CLOSERS = "\"'”’»)]}」』）"
-# Words ending in "." that do not end a sentence (lower-cased, closing characters removed).
-_ABBREVIATIONS = frozenset(
-    {
-        "mr.",
-        "mrs.",
-        "ms.",
-        "dr.",
-        "prof.",
-        "st.",
-        "vs.",
-        "etc.",
-        "e.g.",
-        "i.e.",
-        "cf.",
-        "fig.",
-        "no.",
-        "al.",
-        "approx.",
-        "jr.",
-        "sr.",
-        "inc.",
-        "ltd.",
-        "u.s.",
-        "a.m.",
-        "p.m.",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -87,16 +58,6 @@ class WindowPolicy:
         }
 
 
-def is_sentence_end(unit: str) -> bool:
-    word = unit.rstrip(_CLOSERS)
-    if not word.endswith(_ENDS):
-        return False
-    if word.endswith(".") and word.lower().lstrip("\"'“‘«([{") in _ABBREVIATIONS:
-        return False
-    # "3." or "2.5." in a list or number: a single digit run before the dot is a numbering, not an end
-    return not (word.endswith(".") and word[:-1].isdigit() and len(word) <= 3)
-
-
 def source_units(text: str, unspaced: bool) -> list[str]:
     """A source text as the units windows are counted in."""
     if unspaced:
@@ -109,25 +70,27 @@ def join_units(units: Sequence[str], unspaced: bool) -> str:
 
 
 def closed_windows(
-    units: Sequence[str], start: int, final: bool, policy: WindowPolicy
+    units: Sequence[str], start: int, final: bool, policy: WindowPolicy, closable: int | None = None
 ) -> list[tuple[int, int]]:
     """The windows ``[a, b)`` that close now, the open window starting at unit ``start``.
 
     A sentence end at unit i closes ``[start, i + 1)`` when a later unit exists or the talk is final; a window
     reaching more than ``max_window`` units closes after ``max_window``; at the talk's end what is left closes
-    (in pieces of at most ``max_window``)."""
+    (in pieces of at most ``max_window``). Before the end, no window closes past unit ``closable`` (the
+    recognizer's committed words, when the step says how many: the rest may still be revised)."""
     windows: list[tuple[int, int]] = []
     n = len(units)
+    bound = n if final or closable is None else min(n, closable)
     a = start
     while a < n:
         limit = min(n, a + policy.max_window)
         end = None
-        for i in range(a, limit):
+        for i in range(a, min(limit, bound)):
             if is_sentence_end(units[i]) and (i + 1 < n or final):
                 end = i + 1
                 break
         if end is None:
-            if n - a > policy.max_window or (final and n > a):
+            if (n - a > policy.max_window and a + policy.max_window <= bound) or (final and n > a):
                 end = limit
             else:
                 break
@@ -162,7 +125,11 @@ def window_updates(stream: Stream, policy: WindowPolicy) -> Iterator[WindowUpdat
     start = 0
     for step in stream.steps:
         units = source_units(step.source, unspaced)
-        closed = closed_windows(units, start, step.final, policy)
+        committed = step.extra.get("committed_chars")  # simul streams asr --audio --longform's steps
+        closable = None
+        if type(committed) is int and 0 <= committed <= len(step.source):
+            closable = len(source_units(step.source[:committed], unspaced))
+        closed = closed_windows(units, start, step.final, policy, closable)
         if closed:
             start = closed[-1][1]
         yield WindowUpdate(units, closed, start, step.final, unspaced)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -40,7 +41,9 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from simul.common.errors import SimulError, UsageError
+from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
+from simul.streams.asr.online import Recognition
 from simul.streams.partials import normalize_word
 
 AsrWindow = Literal["trimmed", "padded"]
@@ -99,27 +102,31 @@ def collapse_loops(text: str, times: int = 3, longest: int = 8) -> str:
     is kept (it carries the closing punctuation).
     """
     words = text.split()
-    keys = [normalize_word(w) for w in words]
-    out: list[str] = []
+    return " ".join(words[i] for i in _loop_free_indices([normalize_word(w) for w in words], times, longest))
+
+
+def _loop_free_indices(keys: Sequence[str], times: int, longest: int) -> list[int]:
+    """The positions :func:`collapse_loops` keeps, for words compared as ``keys`` ("" never repeats)."""
+    out: list[int] = []
     index = 0
-    while index < len(words):
+    while index < len(keys):
         step = 0
-        for size in range(1, min(longest, len(words) - index) + 1):
-            phrase = keys[index : index + size]
+        for size in range(1, min(longest, len(keys) - index) + 1):
+            phrase = list(keys[index : index + size])
             if not all(phrase):
                 continue
             repeats = 1
-            while keys[index + repeats * size : index + (repeats + 1) * size] == phrase:
+            while list(keys[index + repeats * size : index + (repeats + 1) * size]) == phrase:
                 repeats += 1
             if repeats >= times:
-                out.extend(words[index + (repeats - 1) * size : index + repeats * size])
+                out.extend(range(index + (repeats - 1) * size, index + repeats * size))
                 step = repeats * size
                 break
         if step == 0:
-            out.append(words[index])
+            out.append(index)
             step = 1
         index += step
-    return " ".join(out)
+    return out
 
 
 def has_faster_whisper() -> bool:
@@ -263,6 +270,47 @@ class WhisperRecognizer:
         )[0]
         text: str = self._tokenizer.decode(result.sequences_ids[0])
         return collapse_loops(text)
+
+    # --- long-form: word timestamps and a prompt ----------------------------------------------------
+
+    def words(self, samples: Samples, prompt: str) -> Recognition:
+        """The buffer's words with their times (ms from the buffer start) and Whisper's segment ends.
+
+        faster-whisper's standard ``transcribe`` (30 s window) with word timestamps and the committed text
+        as ``initial_prompt``, as whisper_streaming calls it; greedy at temperature 0 as everywhere in
+        simul, and, with ``vad="silero"``, faster-whisper's own Silero filter on the buffer. The gate runs
+        first: a buffer without speech gives no words and Whisper does not run. Words without a letter or
+        digit are dropped (Whisper looping on silence prints ". . . ." as hundreds of words: seen once in
+        5 minutes of ACL 60/60 speech), and a phrase repeated three or more times in a row is cut to its
+        last occurrence (:func:`collapse_loops`).
+        """
+        if self.speech_span(samples) is None:
+            return Recognition((), (), heard=False)
+        segments, _ = self._model.transcribe(
+            np.ascontiguousarray(samples, dtype=np.float32),
+            language=self.options.language,
+            beam_size=self.options.beam_size,
+            temperature=0.0,
+            condition_on_previous_text=True,
+            initial_prompt=prompt or None,
+            word_timestamps=True,
+            vad_filter=self.options.vad == "silero",
+        )
+        words: list[TimedWord] = []
+        ends: list[float] = []
+        for segment in segments:
+            ends.append(1000.0 * float(segment.end))
+            for word in segment.words or ():
+                start, end = 1000.0 * float(word.start), 1000.0 * float(word.end)
+                words.extend(TimedWord(start, end, piece) for piece in str(word.word).split())
+        kept = loop_free([w for w in words if normalize_word(w.text)])
+        return Recognition(tuple(kept), tuple(ends))
+
+
+def loop_free(words: Sequence[TimedWord], times: int = 3, longest: int = 8) -> list[TimedWord]:
+    """:func:`collapse_loops` on timed words: a phrase said ``times`` or more times in a row kept once."""
+    keep = _loop_free_indices([normalize_word(w.text) for w in words], times, longest)
+    return [words[i] for i in keep]
 
 
 def load_recognizer(model: Path | None, options: RecognizerOptions) -> WhisperRecognizer:

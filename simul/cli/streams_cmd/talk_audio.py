@@ -1,0 +1,133 @@
+"""`simul streams asr --audio FILE --longform`: a whole recording as one long-form stream.
+
+The options of the buffer loop (:class:`TalkAsrOptions`) belong to this mode only; `speech.py` refuses them
+elsewhere. The recognizer options (model, VAD, compute type, beam, threads) are the ASR group's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from simul.cli.common import err_console
+from simul.cli.streams_cmd.common import warn, write_output
+from simul.common.safe_text import markup
+from simul.streams.asr.online import (
+    DEFAULT_CHUNK_MS,
+    DEFAULT_LIMIT_MS,
+    DEFAULT_TRIM_AFTER_MS,
+    OnlineOptions,
+    Timing,
+    Trim,
+)
+from simul.streams.asr.recognizer import RecognizerOptions
+
+
+@dataclass(frozen=True)
+class TalkAsrOptions:
+    """The buffer loop of --audio --longform (whisper_streaming's options, bounded)."""
+
+    trim: Annotated[
+        Trim,
+        typer.Option(
+            "--trim",
+            help="With --audio --longform: cut the buffer at the end of a committed Whisper segment or "
+            "sentence.",
+        ),
+    ] = "segment"
+    buffer_trim_s: Annotated[
+        float,
+        typer.Option(
+            "--buffer-trim-s", help="With --audio --longform: trim the buffer once it is longer than this."
+        ),
+    ] = DEFAULT_TRIM_AFTER_MS / 1000.0
+    buffer_limit_s: Annotated[
+        float,
+        typer.Option(
+            "--buffer-limit-s",
+            help="With --audio --longform: Whisper never hears a longer buffer (cut before recognizing).",
+        ),
+    ] = DEFAULT_LIMIT_MS / 1000.0
+    timing: Annotated[
+        Timing,
+        typer.Option(
+            "--timing",
+            help="With --audio --longform: step times measured (an update every chunk, compute included), "
+            "audio (chunk ends) or online (whisper_streaming's live schedule).",
+        ),
+    ] = "measured"
+
+    def online(self, interval_ms: float | None) -> OnlineOptions:
+        options = OnlineOptions(
+            interval_ms=DEFAULT_CHUNK_MS if interval_ms is None else interval_ms,
+            trim=self.trim,
+            trim_after_ms=1000.0 * self.buffer_trim_s,
+            limit_ms=1000.0 * self.buffer_limit_s,
+            timing=self.timing,
+        )
+        options.check()
+        return options
+
+
+def recognize_talk_audio(
+    out: Path,
+    audio: Path,
+    source: Path | None,
+    refs: list[Path],
+    name: str | None,
+    segments: Path | None,
+    model: Path | None,
+    recognizer_options: RecognizerOptions,
+    online: OnlineOptions,
+    src: str,
+    tgt: str,
+) -> dict[str, Any]:
+    """Recognize the recording, write its long-form stream and report it; returns the JSON summary."""
+    from simul.streams.asr.audio import audio_info
+    from simul.streams.asr.build import _talk_of
+    from simul.streams.asr.recognizer import load_recognizer
+    from simul.streams.asr.talk import recognize_talk, talk_segments
+
+    audio_info(audio)  # an unreadable or empty file is an error before anything else
+    talk = _talk_of(audio)
+    dataset = name or (source.name.split(".")[0] if source is not None else talk)
+    reference_segments = talk_segments(audio, dataset, segments, refs, source)  # errors before the model
+    recognizer = load_recognizer(model, recognizer_options)
+    names = (dataset, f"{dataset}-{talk}" if dataset != talk else talk)
+    describe = {**recognizer.describe(), "condition_on_previous_text": True, "timestamps": "words"}
+    describe.pop("window", None)
+    if err_console.is_terminal:
+        with err_console.status("recognizing") as status:
+
+            def progress(count: int, heard_ms: float, total_ms: float) -> None:
+                text = f"update {count}: {heard_ms / 1000:.0f} of {total_ms / 1000:.0f} s"
+                status.update(markup(text, newlines=False))
+
+            result = recognize_talk(
+                audio, reference_segments, recognizer, online, names, src, tgt, describe, progress
+            )
+    else:
+        result = recognize_talk(audio, reference_segments, recognizer, online, names, src, tgt, describe)
+    result.load_seconds = recognizer.load_seconds
+    summary = result.summary()
+    if summary["forced_words"]:
+        warn(
+            f"{summary['forced_words']} words were committed without agreement when the buffer reached its "
+            f"limit ({online.limit_ms / 1000:g} s); a larger --buffer-limit-s gives them time to agree",
+            label="note",
+        )
+    write_output(out, [result.stream])
+    quarters = "/".join(f"{q:.0f}" for q in summary["update_ms_by_quarter"])
+    what = (
+        f"wrote 1 long-form talk ({summary['steps']} steps) to {out} ({dataset} {src}->{tgt}, "
+        f"{summary['recognitions']} updates every {online.interval_ms:g} ms, buffer at most "
+        f"{summary['buffer_max_s']:.1f} s; RTF {result.real_time_factor:.2f}, ms per update by quarter "
+        f"{quarters}"
+    )
+    if result.errors is not None:
+        what += f", committed WER {result.errors.wer:.1%}"
+    err_console.print(what + ")", soft_wrap=True, highlight=False, markup=False)
+    return {"output": str(out), **summary}

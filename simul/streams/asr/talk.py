@@ -1,0 +1,337 @@
+"""A recording as one long-form stream (format version 3): ``simul streams asr --audio FILE --longform``.
+
+The recording is recognized as it arrives (:mod:`simul.streams.asr.online`); every update that changes the
+transcript becomes a step holding the committed text followed by the unconfirmed rest. Each step's
+``extra`` says what is what and when:
+
+==================  ==========================================================================================
+``audio_ms``        the audio heard when the update ran: its computation-unaware emission time (chunk end)
+``compute_ms``      measured time of the update on this machine (gate, Whisper, agreement, trimming)
+``cpu_ms``          the process's CPU time in that update (all threads): its work, whatever else ran
+``ready_ms``        computation-aware emission: ``max(audio_ms, previous ready_ms) + compute_ms``
+``committed_chars`` the first this many characters of the step's source are committed (never revised)
+``buffer_ms``       the length of the audio buffer Whisper heard (``buffer_start_ms``: where it began)
+``words_from``      the index (in whitespace words of the source) of the first word timed in ``word_ms``
+``word_ms``         ``[start, end]`` on the talk's clock of every word from ``words_from`` on
+==================  ==========================================================================================
+
+``word_ms`` starts at the first word that was not committed at the previous step: committed words never
+change, so the times of every word of a step are those of earlier steps followed by its own (a step stays
+small whatever the talk's length; :func:`word_times` puts them together). ``time_ms`` is ``ready_ms``
+(``--timing measured`` or ``online``) or ``audio_ms`` (``--timing audio``).
+
+The reference segmentation comes from ``--segments YAML`` (timed, rows of this recording) or from the lines
+of ``--source``/``--ref`` (untimed); without either the stream has no segments (no quality scores).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from simul.common.errors import SimulError
+from simul.common.hashing import sha256_file
+from simul.common.limits import check_source, check_steps
+from simul.streams import format as fmt
+from simul.streams.asr.agreement import TimedWord
+from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio
+from simul.streams.asr.build import _aligned_lines, _talk_of, check_spans, file_segments
+from simul.streams.asr.online import (
+    OnlineOptions,
+    OnlineRecognizer,
+    Update,
+    WordRecognizer,
+    emission_times,
+    recognize_recording,
+)
+from simul.streams.asr.wer import WordErrors, word_errors
+from simul.streams.longform import fit_talk_segments
+from simul.streams.segments import Segment, read_utf8_lines
+
+Progress = Callable[[int, float, float], None]  # (updates so far, audio heard ms, recording ms)
+
+
+@dataclass
+class TalkRecognition:
+    """The long-form stream of one recording and the figures about how it was recognized."""
+
+    stream: fmt.Stream
+    updates: list[Update]
+    loop: OnlineRecognizer
+    duration_ms: float
+    load_seconds: float = 0.0
+    errors: WordErrors | None = None
+
+    @property
+    def recognitions(self) -> list[Update]:
+        return [u for u in self.updates if not u.final]
+
+    @property
+    def compute_ms(self) -> float:
+        return sum(u.compute_ms for u in self.updates)
+
+    @property
+    def real_time_factor(self) -> float:
+        return self.compute_ms / self.duration_ms if self.duration_ms > 0 else 0.0
+
+    def cost_by_quarter(self) -> list[float]:
+        """Mean compute time (ms) per recognition in each quarter of the recognitions, in order."""
+        return cost_by_quarter([u.compute_ms for u in self.recognitions])
+
+    def summary(self) -> dict[str, Any]:
+        quarters = self.cost_by_quarter()
+        ready = emission_times(self.updates)
+        out: dict[str, Any] = {
+            "streams": 1,
+            "longform": True,
+            "id": self.stream.id,
+            "steps": len(self.stream.steps),
+            "audio_s": round(self.duration_ms / 1000.0, 3),
+            "compute_s": round(self.compute_ms / 1000.0, 3),
+            "real_time_factor": round(self.real_time_factor, 4),
+            "recognitions": len(self.recognitions),
+            "whisper_runs": sum(u.heard for u in self.recognitions),
+            "buffer_max_s": round(max((u.buffer_ms for u in self.recognitions), default=0.0) / 1000.0, 3),
+            "buffer_limit_s": self.loop.options.limit_ms / 1000.0,
+            "limit_cuts": self.loop.limit_cuts,
+            "forced_words": self.loop.forced_words,
+            "trims": dict(sorted(self.loop.trims.items())),
+            "repeated_words_dropped": self.loop.repeated_words_dropped,
+            "update_ms_by_quarter": [round(q, 1) for q in quarters],
+            "update_cpu_ms_by_quarter": [
+                round(q, 1) for q in cost_by_quarter([u.cpu_ms for u in self.recognitions])
+            ],
+            "cost_growth": round(quarters[-1] / quarters[0], 3) if quarters and quarters[0] > 0 else None,
+            "final_lag_s": round((ready[-1] - self.duration_ms) / 1000.0, 3) if ready else None,
+            "model_load_s": round(self.load_seconds, 3),
+        }
+        if self.errors is not None:
+            out["committed_wer"] = self.errors.to_json()
+        return out
+
+
+def cost_by_quarter(values: Sequence[float]) -> list[float]:
+    """Means of the four quarters of ``values`` (by position; fewer than four values: one mean each)."""
+    if not values:
+        return []
+    parts = min(4, len(values))
+    bounds = [round(k * len(values) / parts) for k in range(parts + 1)]
+    return [sum(values[a:b]) / (b - a) for a, b in itertools.pairwise(bounds)]
+
+
+def talk_segments(
+    audio: Path,
+    name: str,
+    segments_yaml: Path | None,
+    references: Sequence[Path],
+    source: Path | None,
+) -> list[Segment]:
+    """The reference segmentation of one recording: YAML rows (timed) or lines of --source/--ref."""
+    talk = _talk_of(audio)
+    if segments_yaml is not None:
+        items = file_segments(audio, name, segments_yaml, references, source)
+        check_spans(items)
+        fitted, _ = fit_talk_segments(talk, [item.segment for item in items])
+        return fitted
+    files = ([source] if source is not None else []) + list(references)
+    if not files:
+        return []
+    count = len(read_utf8_lines(files[0], "source transcript" if source else "reference file"))
+    rows_from = f"the lines of {files[0]}"
+    transcripts = _aligned_lines(source, "source transcript", count, rows_from) if source else None
+    translations = [_aligned_lines(path, "reference file", count, rows_from) for path in references]
+    return [
+        Segment(
+            id=f"{name}-{line + 1}",
+            line=line + 1,
+            talk=talk,
+            source=transcripts[line] if transcripts else "",
+            reference=translations[0][line] if translations else None,
+            more_references=tuple(other[line] for other in translations[1:]),
+        )
+        for line in range(count)
+    ]
+
+
+def talk_steps(updates: Sequence[Update], committed: Sequence[TimedWord], timing: str) -> list[fmt.Step]:
+    """The stream steps of a recording's updates (see the module docstring); no steps without speech.
+
+    ``committed`` is the loop's list of committed words after the last update: an update's committed words
+    are its first ``update.committed`` (committed words are never taken back).
+    """
+    if not updates or not (updates[-1].committed or updates[-1].unconfirmed):
+        return []  # nothing recognized in the end: no speech (words shown earlier were taken back)
+    ready = emission_times(updates)
+    steps: list[fmt.Step] = []
+    previous_committed = 0
+    committed_text = ""  # grown word by word: a step costs its new words, not the talk so far
+    known = 0
+    for update, ready_ms in zip(updates, ready, strict=True):
+        for word in committed[known : update.committed]:
+            committed_text = f"{committed_text} {word.text}" if committed_text else word.text
+        known = update.committed
+        rest = " ".join(w.text for w in update.unconfirmed)
+        source = f"{committed_text} {rest}" if committed_text and rest else committed_text or rest
+        if not source or (steps and steps[-1].source == source and not update.final):
+            continue
+        timed = [*committed[previous_committed : update.committed], *update.unconfirmed]
+        extra: dict[str, Any] = {
+            "audio_ms": round(update.audio_ms, 1),
+            "compute_ms": round(update.compute_ms, 1),
+            "cpu_ms": round(update.cpu_ms, 1),
+            "ready_ms": round(ready_ms, 1),
+            "committed_chars": len(committed_text),
+            "buffer_start_ms": round(update.buffer_start_ms, 1),
+            "buffer_ms": round(update.buffer_ms, 1),
+            "words_from": previous_committed,
+            "word_ms": [[round(w.start_ms, 1), round(w.end_ms, 1)] for w in timed],
+        }
+        time_ms = update.audio_ms if timing == "audio" else ready_ms
+        if steps and steps[-1].source == source:  # the final update changed nothing: the last step is final
+            last = steps[-1]
+            steps[-1] = fmt.Step(last.source, final=True, time_ms=last.time_ms, extra=last.extra)
+            break
+        steps.append(fmt.Step(source, final=update.final, time_ms=time_ms, extra=extra))
+        previous_committed = update.committed
+    return steps
+
+
+def word_times(steps: Sequence[fmt.Step]) -> list[list[tuple[float, float]]]:
+    """Per step, the ``(start, end)`` talk times of every word of its source (from the steps' extras)."""
+    out: list[list[tuple[float, float]]] = []
+    known: list[tuple[float, float]] = []
+    for step in steps:
+        start = int(step.extra["words_from"])
+        known = known[:start] + [(float(a), float(b)) for a, b in step.extra["word_ms"]]
+        if len(known) != len(step.source.split()):
+            raise SimulError(
+                f"step at {step.time_ms} ms has {len(step.source.split())} words but times for {len(known)}"
+            )
+        out.append(list(known))
+    return out
+
+
+def recognize_talk(
+    audio: Path,
+    segments: Sequence[Segment],
+    recognizer: WordRecognizer,
+    options: OnlineOptions,
+    names: tuple[str, str],
+    src: str,
+    tgt: str,
+    describe: dict[str, Any],
+    progress: Progress | None = None,
+) -> TalkRecognition:
+    """Recognize one recording as it arrives and build its long-form stream (``names``: the data set and
+    the stream id)."""
+    dataset, stream_id = names
+    info = audio_info(audio)
+    samples: Samples = read_audio(audio)
+    duration_ms = 1000.0 * len(samples) / SAMPLE_RATE
+    if progress is None:
+        updates, loop = recognize_recording(recognizer, samples, options)
+    else:
+        updates, loop = _with_progress(recognizer, samples, options, duration_ms, progress)
+    steps = talk_steps(updates, loop.committed, options.timing)
+    if not steps:
+        raise SimulError(
+            f"no speech was recognized in {audio} ({duration_ms / 1000.0:.1f} s): nothing to translate; "
+            "check that the file holds speech in the --src-lang language (and try --vad none)"
+        )
+    check_steps(len(steps), f"talk {stream_id} (a larger --interval-ms gives fewer steps)")
+    check_source(steps[-1].source, f"talk {stream_id}")
+    talk = _talk_of(audio)
+    transcript = " ".join(s.source for s in segments if s.source)
+    asr: dict[str, Any] = {
+        **describe,
+        "loop": "local-agreement-2 over a trimmed buffer (whisper_streaming)",
+        "interval_ms": options.interval_ms,
+        "trim": options.trim,
+        "trim_after_ms": options.trim_after_ms,
+        "buffer_limit_ms": options.limit_ms,
+        "prompt_chars": options.prompt_chars,
+        "timing": options.timing,
+        "audio_file": audio.name,
+        "audio_sha256": sha256_file(audio),
+        "audio_rate": info.sample_rate,
+        "audio_channels": info.channels,
+    }
+    result = TalkRecognition(
+        stream=fmt.Stream.talk(
+            id=stream_id,
+            src=src,
+            tgt=tgt,
+            steps=tuple(steps),
+            segments=tuple(
+                fmt.Segment(s.references, s.source or None, s.offset_ms, s.duration_ms) for s in segments
+            ),
+            duration_ms=duration_ms,
+            provenance={},
+        ),
+        updates=updates,
+        loop=loop,
+        duration_ms=duration_ms,
+    )
+    if transcript:
+        result.errors = word_errors(transcript, steps[-1].source)
+    figures = result.summary()
+    asr.update(
+        {
+            key: figures[key]
+            for key in (
+                "recognitions",
+                "compute_s",
+                "real_time_factor",
+                "buffer_max_s",
+                "limit_cuts",
+                "forced_words",
+                "trims",
+                "update_ms_by_quarter",
+                "update_cpu_ms_by_quarter",
+            )
+        }
+    )
+    provenance: dict[str, Any] = {
+        "dataset": dataset,
+        "talk": talk,
+        "segments": len(segments),
+        **({"lines": [segments[0].line, segments[-1].line]} if segments else {}),
+        **{k: v for k, v in (segments[0].provenance if segments else {}).items() if k.endswith("_file")},
+        "simulated": False,
+        "partials": {"source": "asr", "asr": asr},
+        "time_origin": "talk_start",
+    }
+    if transcript:
+        provenance["transcript"] = transcript
+    result.stream = replace(result.stream, provenance=provenance)
+    return result
+
+
+def _with_progress(
+    recognizer: WordRecognizer,
+    samples: Samples,
+    options: OnlineOptions,
+    duration_ms: float,
+    progress: Progress,
+) -> tuple[list[Update], OnlineRecognizer]:
+    """:func:`recognize_recording` with a callback after every update."""
+
+    class Reporting:
+        count = 0
+
+        def words(self, buffer: Samples, prompt: str) -> Any:
+            Reporting.count += 1
+            heard = min(duration_ms, Reporting.count * options.interval_ms)
+            progress(Reporting.count, heard, duration_ms)
+            return recognizer.words(buffer, prompt)
+
+    return recognize_recording(Reporting(), samples, options)
+
+
+def expected_updates(duration_ms: float, interval_ms: float) -> int:
+    """How many recognitions the fixed schedule makes for a recording (for progress and estimates)."""
+    return max(1, math.ceil(duration_ms / interval_ms - 1e-9))
