@@ -33,6 +33,26 @@ time.sleep(600)
 """
 
 
+# Takes the lock with the test-only pause hook set: stops at the named point of RunLock.acquire, says so on
+# stdout and waits for a line on stdin; then says "locked" and holds the lock until the next line.
+PAUSED = """
+import sys
+from pathlib import Path
+import simul.runs.lock as runlock
+
+def pause(event, path):
+    if event == sys.argv[2]:
+        print(event, flush=True)
+        sys.stdin.readline()
+
+runlock._pause_hook = pause
+lock = runlock.RunLock.acquire(Path(sys.argv[1]))
+print("locked", flush=True)
+sys.stdin.readline()
+lock.release()
+"""
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
@@ -69,6 +89,52 @@ def test_a_second_writer_is_refused_with_the_holder_named(holder: Holder) -> Non
         assert RunLock.acquire(run_dir) is lock  # the same process may take it again
         lock.release()
     assert not (run_dir / LOCK_FILE).exists()  # released cleanly: no file left behind
+
+
+def _paused(run_dir: Path, event: str) -> subprocess.Popen[str]:
+    """A process taking the lock of ``run_dir``, held at ``event`` of RunLock.acquire (PAUSED)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSED, str(run_dir), event],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == event
+    return proc
+
+
+def _resume(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    return proc.stdout.readline().strip()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 39: the lock file appears before its holder is in it")
+def test_the_holder_is_named_as_soon_as_the_lock_file_is_in_place(tmp_path: Path) -> None:
+    """The first moment another process can find the lock taken, the file already names who took it: a writer
+    stopped right there (the pause hook; under load the scheduler can stop it there too) is named in the
+    refusal, never "process ?"."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    first = _paused(run_dir, "placed")
+    try:
+        assert (run_dir / LOCK_FILE).exists()
+        with pytest.raises(SimulError, match=rf"being written by process {first.pid} on .*`.*-c"):
+            RunLock.acquire(run_dir)
+        assert f"process {first.pid} " in (writer_of(run_dir) or "")
+        assert _resume(first) == "locked"  # the refused writer left the lock as it was
+        with pytest.raises(SimulError, match=rf"being written by process {first.pid} on "):
+            RunLock.acquire(run_dir)
+        _resume(first)
+        assert first.wait(timeout=60) == 0
+    finally:
+        first.kill()
+        first.wait()
+    assert not (run_dir / LOCK_FILE).exists() and writer_of(run_dir) is None
+    with RunLock.acquire(run_dir) as lock:
+        assert json.loads((run_dir / LOCK_FILE).read_text())["pid"] == os.getpid() and lock.depth == 1
 
 
 def test_eval_resume_and_overwrite_refused_while_another_process_writes(

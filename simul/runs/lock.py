@@ -24,7 +24,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,16 @@ _held: dict[Path, RunLock] = {}
 
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+
+#: Test-only: called as ``_pause_hook(event, lock_path)`` at named points of :meth:`RunLock.acquire`, so that
+#: a test can hold a process exactly there (tests/test_runlock.py) instead of hoping to catch it by timing.
+#: "placed": the lock file is at its path and this process holds the lock on it.
+_pause_hook: Callable[[str, Path], None] | None = None
+
+
+def _pause(event: str, path: Path) -> None:
+    if _pause_hook is not None:
+        _pause_hook(event, path)
 
 
 def _lock_exclusive(fd: int, attempts: int = 10, pause: float = 0.05) -> None:
@@ -122,6 +132,7 @@ class RunLock:
             if same:
                 break
             os.close(fd)  # the previous holder removed the file between our open and our lock: retry
+        _pause("placed", lock_path)
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
