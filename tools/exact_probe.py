@@ -26,15 +26,21 @@ ENV_PREFIXES = ("GGML_", "LLAMA_", "SIMUL_EXACT")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("model", nargs="?", help="a GGUF file (default: the embedded model)")
     parser.add_argument("--flash", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--no-repack", action="store_true", help="model parameter use_extra_bufts=false")
-    parser.add_argument("--n-gpu-layers", type=int, default=None, help="default: all when the build can offload")
+    parser.add_argument(
+        "--n-gpu-layers", type=int, default=None, help="default: all when the build can offload"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--widths", default="1,2,3,4,5,8,16,32")
     parser.add_argument("--rows", type=int, default=40, help="greedy rows per prompt")
-    parser.add_argument("--companions", type=int, default=0, help="other sequences in every pass (--parallel)")
+    parser.add_argument(
+        "--companions", type=int, default=0, help="other sequences in every pass (--parallel)"
+    )
     parser.add_argument("--time", type=int, default=0, metavar="REPEATS", help="time each width's pass")
     parser.add_argument(
         "--long", action="store_true", help="long prompts: the cache passes 256 cells (llama.cpp's n_kv 512)"
@@ -65,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     with backend:
         prompts = long_prompts() if args.long else list(PROBE_PROMPTS)
         report = probe(
-            backend, prompts=prompts, widths=widths, rows=args.rows, companions=args.companions, timing_repeats=args.time
+            backend,
+            prompts=prompts,
+            widths=widths,
+            rows=args.rows,
+            companions=args.companions,
+            timing_repeats=args.time,
         )
         hardware = backend.describe_hardware()
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}

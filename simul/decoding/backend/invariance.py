@@ -164,10 +164,10 @@ def _decode_in_passes(
     backend.reset()
     probed = backend.sequence(0)
     others: list[KVSequence] = [backend.sequence(j + 1) for j in range(len(companion_prompts))]
-    first = [(probed, prompt, len(prompt) - 1)]
+    first: list[tuple[KVSequence, Sequence[int], int | None]] = [(probed, prompt, len(prompt) - 1)]
     first += [(seq, p, None) for seq, p in zip(others, companion_prompts, strict=True)]
     backend.eval_many(first)
-    rows = []
+    rows: list[Logits] = []
     filler = 1000  # the companions' tokens: any valid ids will do, they only fill the pass
     for start in range(0, len(tokens), width):
         chunk = tokens[start : start + width]
