@@ -9,8 +9,12 @@ LLAMA_CPP_VERSION ?= 0.3.36
 LLAMA_BASE_CMAKE_ARGS := -DLLAVA_BUILD=OFF
 LLAMA_CMAKE_ARGS ?=
 LLAMA_ALL_CMAKE_ARGS := $(strip $(LLAMA_BASE_CMAKE_ARGS) $(LLAMA_CMAKE_ARGS))
-# COMET needs torch; pin the CPU build that this machine's pip path provides before anything pulls a CUDA one.
+# COMET needs torch, which simul runs on the CPU. Installed first, before anything pulls it in, by
+# tools/torch_setup.py: a CPU build where one can be had (a wheel directory in PIP_FIND_LINKS or pip.conf, an
+# index pip is configured with, or else TORCH_CPU_INDEX; TORCH_CPU_INDEX= tries none), otherwise the package
+# index's torch (on Linux its CUDA build, with some GB of accelerator packages), saying once what that cost.
 TORCH_SPEC ?= torch==2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP := $(BIN)/python -m pip
 # The pinned stack (tools/lock.py, `make lock`): set-up installs every package at the version that made the
 # committed baselines, so that a new sacrebleu or COMET release cannot move a CI figure by itself.
@@ -31,10 +35,11 @@ $(LLAMA_ARGS_STAMP): FORCE
 .PHONY: FORCE
 FORCE:
 
-$(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py $(wildcard tools/llama-patches/*.patch) $(LLAMA_ARGS_STAMP)
+$(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py tools/torch_setup.py tools/lock.py $(wildcard tools/llama-patches/*.patch) $(LLAMA_ARGS_STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet $(PIN) "$(TORCH_SPEC)"
+	$(PIP) install --quiet $(PIN) packaging
+	$(BIN)/python tools/torch_setup.py --spec "$(TORCH_SPEC)" --constraints $(CONSTRAINTS) --cpu-index "$(TORCH_CPU_INDEX)"
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_ALL_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
 	$(PIP) install --quiet $(PIN) -e ".[model,comet,plot,dev,asr,ray,longform]"

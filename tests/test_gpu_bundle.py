@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -706,8 +705,8 @@ def test_a_missing_bundle_stops_before_building(tmp_path: Path) -> None:
 # --- tools/gpu_measure.sh end to end, with a fake Python and a fake nvidia-smi ------------------------------
 
 FAKE_PYTHON = r"""#!/usr/bin/env bash
-# records each call; pip "installs" (and "builds", taking FAKE_BUILD_SLEEP seconds), simul bench writes its
-# run directories and JSON, the bundle tool runs for real
+# records each call; pip "installs" (and "builds": until the file $FAKE_BUILD_GATE exists, when it is set),
+# simul bench writes its run directories and JSON, the bundle tool runs for real
 echo "python $* | CMAKE_ARGS=${CMAKE_ARGS:-} PYTHONPATH=${PYTHONPATH:-}" >> "$FAKE_LOG"
 case "$1 $2" in
   "--version "*) echo "Python 3.12.0" ;;
@@ -715,7 +714,8 @@ case "$1 $2" in
   "- "*) shift; printf '%s\n' "$@" ;;  # the wheel filter: every wheel fits
   "-m pip")
     if [[ " $* " == *" --no-build-isolation "* ]]; then
-      sleep "${FAKE_BUILD_SLEEP:-0}"; [[ ${FAKE_FAIL_BUILD:-0} == 1 ]] && { echo "nvcc fatal" >&2; exit 1; }
+      while [[ -n ${FAKE_BUILD_GATE:-} && ! -e $FAKE_BUILD_GATE ]]; do sleep 0.05; done
+      [[ ${FAKE_FAIL_BUILD:-0} == 1 ]] && { echo "nvcc fatal" >&2; exit 1; }
     fi
     for a in "$@"; do [[ $prev == --target ]] && mkdir -p "$a"; prev=$a; done ;;
   "-c "*) echo "   (fake check)" ;;
@@ -805,19 +805,25 @@ def run_fake(
 
 @needs_bash_tools
 def test_the_calls_in_turn_build_in_the_background_carry_and_measure(tmp_path: Path) -> None:
+    """The fake build runs until the test opens its gate: the start and carry calls return while it runs,
+    whatever the machine's speed (it once slept 3 s, and the test timed the start call against that)."""
     _, env = fake_machine(tmp_path, True)
-    env |= {"SIMUL_LLAMA_AMX": "1", "FAKE_BUILD_SLEEP": "3"}
-    started = time.monotonic()
-    done, _ = run_stage(tmp_path, env, "--stage", "start", "--call", "1", out="out1")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert time.monotonic() - started < 3  # the call returns while the build runs on
-    assert "build started in the background" in done.stdout
+    gate = tmp_path / "build-may-end"
+    env |= {"SIMUL_LLAMA_AMX": "1", "FAKE_BUILD_GATE": str(gate)}
     work = tmp_path / "work"
-    assert (work / "carried" / "manifest.json").is_file() and (work / "build" / "started").is_file()
-    done, _ = run_stage(tmp_path, env, "--stage", "carry", "--call", "2", out="out2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "build: running" in done.stdout
-    assert (work / "carried" / "model" / "piece-002").is_file()
+    try:
+        done, _ = run_stage(tmp_path, env, "--stage", "start", "--call", "1", out="out1")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "build started in the background" in done.stdout
+        # the call returned while the build runs on: it has started and cannot have ended
+        assert (work / "build" / "started").is_file() and not (work / "build" / "rc").exists()
+        assert (work / "carried" / "manifest.json").is_file()
+        done, _ = run_stage(tmp_path, env, "--stage", "carry", "--call", "2", out="out2")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "build: running" in done.stdout
+        assert (work / "carried" / "model" / "piece-002").is_file()
+    finally:
+        gate.touch()  # the build ends (and never outlives a failed test)
     done, out = run_stage(tmp_path, env, "--stage", "measure", "--call", "2", "--limit", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "wait for the background build" in done.stdout and "build: done" in done.stdout
