@@ -59,6 +59,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
         ne_tokenizer: NeTokenizerOpt = "auto",
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
+        hardware: Annotated[
+            str | None,
+            typer.Option(
+                help="What the system ran on, as you would report it (e.g. '1x NVIDIA H100 80GB'): its "
+                "computation-aware latency depends on it; `simul rank` shows it beside the system.",
+            ),
+        ] = None,
         overwrite: OverwriteOpt = False,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -76,6 +83,7 @@ def register(app: typer.Typer) -> None:
                 ne_tokenizer=ne_tokenizer,
                 comet_model=comet_model,
                 overwrite=overwrite,
+                hardware=hardware,
             )
         )
         rows = outcome.scored.methods_json()

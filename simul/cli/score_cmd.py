@@ -101,6 +101,7 @@ def register(app: typer.Typer) -> None:
                     run["scored_later"] = {"by": "simul score", "error": run.pop("scoring_error", None)}
                 writer = RunWriter(run_dir, run)
                 writer.write_per_stream(scored.per_stream_rows())
+                writer.write_error_spans(scored.error_span_rows())
                 writer.save()
                 if finish:
                     err_console.print(f"{markup(run_dir)} is complete now (its scoring had failed)")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.comet import CometScorer
+from simul.metrics.comet_model import CometLike
 from simul.metrics.delays import stream_delays
 from simul.metrics.families.acceptance import acceptance_figures
 from simul.metrics.families.degeneracy import degeneracy_figures
@@ -86,14 +86,15 @@ class MethodReport:
     metrics: dict[str, float | None]
     per_stream: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    spans: list[dict[str, Any]] = field(default_factory=list)  # XCOMET's error spans per segment
 
 
 @dataclass(frozen=True)
 class Scorers:
-    """What quality is scored with beyond sacrebleu: COMET (None when unavailable, ``comet_reason`` says
-    why) and, for runs of whole talks, the re-segmenter (simul.metrics.families.longform)."""
+    """What quality is scored with beyond sacrebleu: COMET or XCOMET (None when unavailable, ``comet_reason``
+    says why) and, for runs of whole talks, the re-segmenter (simul.metrics.families.longform)."""
 
-    comet: CometScorer | None = None
+    comet: CometLike | None = None
     comet_reason: str | None = None
     resegment: str = DEFAULT_RESEGMENT
 
@@ -145,7 +146,13 @@ def method_report(
     drop_missing(figures, missing)
     if missing:
         figures.counts["not_available"] = sorted(missing)
-    return MethodReport(method=method, metrics=figures.metrics, per_stream=figures.rows, extra=figures.counts)
+    return MethodReport(
+        method=method,
+        metrics=figures.metrics,
+        per_stream=figures.rows,
+        extra=figures.counts,
+        spans=figures.spans,
+    )
 
 
 def drop_missing(figures: Figures, missing: frozenset[str]) -> None:

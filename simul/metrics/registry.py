@@ -24,6 +24,12 @@ METRICS: dict[str, MetricInfo] = {
     m.name: m
     for m in [
         MetricInfo("comet", True, "COMET", "COMET system score (mean of segment scores)"),
+        MetricInfo(
+            "xcomet",
+            True,
+            "XCOMET",
+            "XCOMET system score (mean of segment scores; IWSLT 2026 ranks by XCOMET-XL)",
+        ),
         MetricInfo("bleu", True, "BLEU", "corpus BLEU of the final outputs (sacrebleu)"),
         MetricInfo("chrf", True, "chrF", "corpus chrF of the final outputs (sacrebleu)"),
         MetricInfo("ne", False, "NE", "normalized erasure of the raw outputs"),

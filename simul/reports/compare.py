@@ -53,9 +53,9 @@ from simul.streams.references import describe_references
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
 # no default because they differ between machines and loads: opt in with e.g. --max-drop speedup=0.05.
-DEFAULT_MAX_DROP = {"comet": 0.005, "chrf": 0.5, "bleu": 1.0}
+DEFAULT_MAX_DROP = {"comet": 0.005, "xcomet": 0.005, "chrf": 0.5, "bleu": 1.0}
 DEFAULT_MAX_INCREASE = {"ne": 0.05, "ne_display": 0.05}
-BOOTSTRAP_METRICS = ("chrf", "bleu", "comet")
+BOOTSTRAP_METRICS = ("chrf", "bleu", "comet", "xcomet")
 
 
 @dataclass
@@ -178,7 +178,7 @@ def missing_metrics(
     for name, labels in lacking.items():
         why = ""
         comet = new_run.get("comet")
-        if name == "comet" and isinstance(comet, dict) and comet.get("reason"):
+        if name in ("comet", "xcomet") and isinstance(comet, dict) and comet.get("reason"):
             why = f" (COMET was not available: {short(comet['reason'], limit=160)})"
         reasons.append(
             f"the new run has no {METRICS[name].title} for {', '.join(labels)}, which the base run has and a "
@@ -567,12 +567,13 @@ def _add_paired_statistics(
         if name in by_name and samples > 0:
             scorer = corpus_scorer(name, hyps_b, hyps_n, refs, tgt)
             by_name[name].bootstrap = paired_bootstrap(len(ids), scorer, samples)
-    comet_b = [base.per_stream.get((b_key, sid), {}).get("comet") for sid in ids]
-    comet_n = [new.per_stream.get((n_key, sid), {}).get("comet") for sid in ids]
-    if "comet" in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
-        cb = [float(c) for c in comet_b if c is not None]
-        cn = [float(c) for c in comet_n if c is not None]
-        by_name["comet"].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
+    for learned in ("comet", "xcomet"):
+        comet_b = [base.per_stream.get((b_key, sid), {}).get(learned) for sid in ids]
+        comet_n = [new.per_stream.get((n_key, sid), {}).get(learned) for sid in ids]
+        if learned in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
+            cb = [float(c) for c in comet_b if c is not None]
+            cn = [float(c) for c in comet_n if c is not None]
+            by_name[learned].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
     # per-stream view from sentence chrF
     from simul.metrics.quality import sentence_chrf
 
