@@ -16,6 +16,10 @@ size, the CPU's instruction sets. A provenance difference is a note naming both 
 with ``strict_versions`` (library versions and batch size; the CPU is always a note). A thresholded metric
 that the base run has and the new run lacks (COMET when its model could not be loaded) is refused too,
 unless ``allow_missing`` names it: a check that cannot run must not pass.
+
+Each method's IWSLT 2026 latency band (simul.metrics.bands: Low up to 2 s, High up to 4 s of LongYAAL, YAAL
+for sentences) is compared too: a method that leaves the base run's band is noted, and is a regression with
+``keep_band`` (`simul diff --keep-band`), whichever way it moved, since a system is ranked within its band.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
+from simul.metrics.bands import BAND_TITLES, method_band
 from simul.metrics.compute import MISSING_FIELDS
 from simul.metrics.registry import METRICS, metric_info
 from simul.metrics.scoring import not_available
@@ -375,6 +380,12 @@ class MethodComparison:
     label: str
     rows: list[MetricRow]
     streams: dict[str, Any] = field(default_factory=dict)
+    band: tuple[str | None, str | None] = (None, None)  # IWSLT 2026 band of base and new (bands.py)
+
+    @property
+    def left_band(self) -> bool:
+        """Whether the new run's method is outside the band the base run's was in."""
+        return self.band[0] is not None and self.band[1] != self.band[0]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -383,6 +394,7 @@ class MethodComparison:
             "label": self.label,
             "metrics": [r.to_json() for r in self.rows],
             "streams": self.streams,
+            "band": {"base": self.band[0], "new": self.band[1], "left": self.left_band},
         }
 
 
@@ -397,6 +409,12 @@ class Comparison:
     provenance: list[ProvenanceChange] = field(default_factory=list)
     strict_versions: bool = False
     allow_missing: list[str] = field(default_factory=list)
+    keep_band: bool = False
+
+    @property
+    def band_regressions(self) -> list[MethodComparison]:
+        """Methods that left the base run's latency band, when the band must be kept (``keep_band``)."""
+        return [m for m in self.methods if m.left_band] if self.keep_band else []
 
     @property
     def regressions(self) -> list[tuple[str, MetricRow]]:
@@ -420,6 +438,10 @@ class Comparison:
             "provenance": [c.to_json() for c in self.provenance],
             "strict_versions": self.strict_versions,
             "allow_missing": self.allow_missing,
+            "keep_band": self.keep_band,
+            "band_regressions": [
+                {"method": m.label, "base": m.band[0], "new": m.band[1]} for m in self.band_regressions
+            ],
         }
 
 
@@ -435,6 +457,7 @@ def compare(
     pairs: Sequence[tuple[str, str]] = (),
     strict_versions: bool = False,
     allow_missing: Sequence[str] = (),
+    keep_band: bool = False,
 ) -> Comparison:
     """Compare two runs; ``pairs`` are ``--pair`` (base key, new key) pairs of methods with different keys;
     ``strict_versions`` refuses provenance differences (library versions, COMET batch size);
@@ -504,6 +527,10 @@ def compare(
         if units:
             notes.append(f"{label}: figures in different units ({units}); compare those figures with care")
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
+        comparison.band = (method_band(b_method).band, method_band(n_method).band)
+        if comparison.left_band:
+            base_band, new_band = (BAND_TITLES[b] for b in comparison.band)
+            notes.append(f"{label} left its latency band: {base_band} in the base run, {new_band} in the new")
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)
     return Comparison(
@@ -516,6 +543,7 @@ def compare(
         provenance=provenance,
         strict_versions=strict_versions,
         allow_missing=list(allow_missing),
+        keep_band=keep_band,
     )
 
 
