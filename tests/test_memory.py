@@ -16,6 +16,7 @@ Buffers:          100000 kB
 
 
 def _files(tmp_path: Path, cgroup_line: str, files: dict[str, str]) -> tuple[Path, Path, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(MEMINFO, encoding="ascii")
     proc = tmp_path / "cgroup"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
 from simul.common.errors import SimulError
@@ -33,6 +32,7 @@ from simul.metrics.comet_model import (
     ScorerKilled,
     check_memory,
     checkpoint_for,
+    comet_version,
     model_class,
     quiet,
 )
@@ -41,13 +41,6 @@ __all__ = ["DEFAULT_COMET_MODEL", "NO_COMET", "CometLike", "CometScorer", "Comet
 
 DEFAULT_COMET_MODEL = "Unbabel/wmt22-comet-da"
 NO_COMET = ("none", "off", "")
-
-
-def comet_version() -> str:
-    try:
-        return metadata.version("unbabel-comet")
-    except metadata.PackageNotFoundError:
-        raise SimulError("unbabel-comet is not installed (pip install 'simul[comet]')") from None
 
 
 class CometScorer:

@@ -28,6 +28,7 @@ import logging
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -120,6 +121,13 @@ def quiet() -> Iterator[None]:
     finally:
         for lg, level in zip(loggers, levels, strict=True):
             lg.setLevel(level)
+
+
+def comet_version() -> str:
+    try:
+        return metadata.version("unbabel-comet")
+    except metadata.PackageNotFoundError:
+        raise SimulError("unbabel-comet is not installed (pip install 'simul[comet]')") from None
 
 
 def checkpoint_for(model: str) -> Path:

@@ -40,6 +40,7 @@ from simul.metrics.comet_model import (
     ScorerKilled,
     SegmentDetail,
     check_memory,
+    comet_version,
     memory_needed,
 )
 
@@ -67,8 +68,6 @@ class XcometScorer:
     kind = "xcomet"
 
     def __init__(self, model: str, batch_size: int, checkpoint: Path) -> None:
-        from simul.metrics.comet import comet_version
-
         self.model = model
         self.version = comet_version()
         self.batch_size = batch_size

@@ -116,7 +116,7 @@ class Ranked:
                     "worse": b.name,
                     **(n.to_json() if n is not None else {"bootstrap": None}),
                 }
-                for a, b, n in zip(self.systems, self.systems[1:], self.neighbours, strict=True)
+                for (a, b), n in zip(itertools.pairwise(self.systems), self.neighbours, strict=True)
             ],
         }
 
