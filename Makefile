@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py $(LLAMA_AR
 	$(PIP) install --quiet $(PIN) "$(TORCH_SPEC)"
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_ALL_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
-	$(PIP) install --quiet $(PIN) -e ".[model,comet,plot,dev,asr,ray,longform]"
+	$(PIP) install --quiet $(PIN) -e ".[model,comet,bleurt,plot,dev,asr,ray,longform]"
 	# SimulEval for the golden tests, without its pytest-flake8 (breaks pytest >= 8) and tqdm pin
 	$(PIP) install --quiet $(PIN) --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
 	@touch $@

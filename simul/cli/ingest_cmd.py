@@ -19,6 +19,7 @@ from simul.cli.common import (
     out_option,
     print_json,
 )
+from simul.cli.scoring_options import BleurtModelOpt
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
 from simul.runs.ingest.run import INGEST_FORMATS, IngestFormat, IngestRequest, ingest
@@ -66,6 +67,7 @@ def register(app: typer.Typer) -> None:
                 "computation-aware latency depends on it; `simul rank` shows it beside the system.",
             ),
         ] = None,
+        bleurt_model: BleurtModelOpt = None,
         overwrite: OverwriteOpt = False,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -84,6 +86,7 @@ def register(app: typer.Typer) -> None:
                 comet_model=comet_model,
                 overwrite=overwrite,
                 hardware=hardware,
+                bleurt_model=bleurt_model,
             )
         )
         rows = outcome.scored.methods_json()

@@ -23,7 +23,7 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def _spec(metric: str) -> str:
-    return ".4f" if metric in ("xcomet", "comet") else ".2f"
+    return ".4f" if metric in ("xcomet", "comet", "bleurt") else ".2f"
 
 
 def _next(pair: PairedBootstrap | None, spec: str) -> str:

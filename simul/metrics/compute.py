@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
+from simul.metrics.bleurt import BleurtScorer
 from simul.metrics.comet_model import CometLike
 from simul.metrics.delays import stream_delays
 from simul.metrics.families.acceptance import acceptance_figures
@@ -97,6 +98,7 @@ class Scorers:
     comet: CometLike | None = None
     comet_reason: str | None = None
     resegment: str = DEFAULT_RESEGMENT
+    bleurt: BleurtScorer | None = None  # simul.metrics.bleurt, when a checkpoint was given
 
 
 def method_report(
@@ -124,7 +126,7 @@ def method_report(
                 counts={"streams": len(results), "steps": sum(len(r.steps) for r in results)},
                 rows=[{"stream": r.stream_id, "steps": len(r.steps)} for r in results],
             ),
-            quality_figures(results, streams, scorers.comet, whole_talks),
+            quality_figures(results, streams, scorers.comet, whole_talks, scorers.bleurt),
             stability_figures(results, ne_tokenizer),
             acceptance_figures(method, results, rt),
             drafter_figures(results),
@@ -139,6 +141,7 @@ def method_report(
                 comet=scorers.comet,
                 comet_reason=scorers.comet_reason,
                 resegment=scorers.resegment,
+                bleurt=scorers.bleurt,
             ),
         ],
         len(results),

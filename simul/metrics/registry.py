@@ -31,6 +31,7 @@ METRICS: dict[str, MetricInfo] = {
             "XCOMET system score (mean of segment scores; IWSLT 2026 ranks by XCOMET-XL)",
         ),
         MetricInfo("bleu", True, "BLEU", "corpus BLEU of the final outputs (sacrebleu)"),
+        MetricInfo("bleurt", True, "BLEURT", "BLEURT system score (mean of segment scores; bleurt-pytorch)"),
         MetricInfo("chrf", True, "chrF", "corpus chrF of the final outputs (sacrebleu)"),
         MetricInfo("ne", False, "NE", "normalized erasure of the raw outputs"),
         MetricInfo("ne_display", False, "NE disp", "normalized erasure of what was displayed"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
+from simul.metrics.bleurt import BleurtScorer
 from simul.metrics.comet_model import CometLike
 from simul.metrics.compute import MethodReport, Scorers, reports_for
 from simul.metrics.families.longform import DEFAULT_RESEGMENT, RESEGMENTERS
@@ -66,11 +67,12 @@ def score(
     comet_reason: str | None,
     missing: frozenset[str] = frozenset(),
     resegment: str = DEFAULT_RESEGMENT,
+    bleurt: BleurtScorer | None = None,
 ) -> Scored:
     """Every metric of every method. Long-form runs (whole talks) are scored as IWSLT 2026 does: the talk's
     output re-segmented onto its reference segments (``resegment``: softsegmenter or mwer), then BLEU, chrF
     and COMET per segment, and the long-form latencies (simul.metrics.longform)."""
-    scorers = Scorers(comet=comet, comet_reason=comet_reason, resegment=resegment)
+    scorers = Scorers(comet=comet, comet_reason=comet_reason, resegment=resegment, bleurt=bleurt)
     reports = reports_for(methods, results, streams, ne_tokenizer, missing, scorers)
     signatures: dict[str, Any] = {"ne_tokenizer": ne_tokenizer}
     for report in reports:

@@ -49,8 +49,9 @@ from simul.reports.paired_bs import (
 )
 from simul.runs.directory import PER_STREAM_FILE, STATUS_COMPLETE, load_run, load_run_json, refuse_if_written
 
-METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu")
-LEARNED = ("xcomet", "comet")
+METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
+LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
+SEGMENT_MEANS = ("xcomet", "comet", "bleurt")  # system score = mean of segment scores
 BAND_ORDER = ("low", "high", "over", None)
 
 
@@ -88,7 +89,7 @@ class System:
             "run": str(self.run),
             "method": self.key,
             "band": self.band.to_json(),
-            "metrics": {k: self.metrics.get(k) for k in ("xcomet", "comet", "chrf", "bleu")},
+            "metrics": {k: self.metrics.get(k) for k in ("xcomet", "comet", "chrf", "bleu", "bleurt")},
             "stream_laal": self.stream_laal,
             "ca_long_yaal": self.ca_yaal,
             "latency_unit": self.latency_unit,
@@ -258,7 +259,7 @@ def _segments(system: System, cache: dict[Path, Any]) -> Segments:
     keys: list[tuple[str, int]] = []
     hyps: list[str] = []
     refs: list[tuple[str, ...]] = []
-    learned: dict[str, list[float | None]] = {name: [] for name in LEARNED}
+    learned: dict[str, list[float | None]] = {name: [] for name in SEGMENT_MEANS}
     if system.form == "talks":
         talk_rows = [row for (m, _), row in rows.items() if m == system.key]
         for row in talk_rows:
@@ -266,7 +267,7 @@ def _segments(system: System, cache: dict[Path, Any]) -> Segments:
                 keys.append((str(row["stream"]), int(seg["index"])))
                 hyps.append(str(seg["hypothesis"]))
                 refs.append(tuple(str(r) for r in seg["references"]))
-                for name in LEARNED:
+                for name in SEGMENT_MEANS:
                     learned[name].append(_float(seg.get(name)))
         return Segments(keys, hyps, refs, learned)
     if loaded is None:
@@ -280,7 +281,7 @@ def _segments(system: System, cache: dict[Path, Any]) -> Segments:
         hyps.append(result.final_output)
         refs.append(tuple(stream.references))
         row = rows.get((system.key, result.stream_id), {})
-        for name in LEARNED:
+        for name in SEGMENT_MEANS:
             learned[name].append(_float(row.get(name)))
     return Segments(keys, hyps, refs, learned)
 
@@ -319,7 +320,7 @@ def _bootstrap(
         return None
     score_a: ResampleScorer
     score_b: ResampleScorer
-    if metric in LEARNED:
+    if metric in SEGMENT_MEANS:
         va, vb = sa.learned[metric], sb.learned[metric]
         if any(v is None for v in va + vb):
             return None

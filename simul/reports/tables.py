@@ -56,6 +56,8 @@ def methods_table(
         columns = LONGFORM_COLUMNS
     if any("xcomet" in m.get("metrics", {}) for m in methods):  # scored with an XCOMET model
         columns = [("xcomet", "XCOMET", ".3f") if c[0] == "comet" else c for c in columns]
+    if any("bleurt" in m.get("metrics", {}) for m in methods) and "bleurt" not in {c[0] for c in columns}:
+        columns = [*columns, ("bleurt", "BLEURT", ".3f")]
     truncated = xcomet_note(methods)
     if truncated:
         caption = f"{caption}\n{truncated}" if caption else truncated

@@ -182,7 +182,7 @@ def check_per_stream_row(row: Any) -> None:
     for key in ("method", "stream"):
         if not isinstance(row.get(key), str):
             raise RecordError(f"field {key!r} must be a string")
-    for name in ("comet", "xcomet"):
+    for name in ("comet", "xcomet", "bleurt"):
         value = row.get(name)
         if value is not None and not math.isfinite(as_float(value)):
             raise RecordError(f"field {name!r} must be a finite number or null")

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from simul.decoding.records import StreamResult
+from simul.metrics.bleurt import BleurtScorer
 from simul.metrics.comet_model import CometLike
 from simul.metrics.families.figures import Figures, combine
 from simul.metrics.talk_cost import talk_cost
@@ -51,12 +52,13 @@ def longform_figures(
     comet: CometLike | None = None,
     comet_reason: str | None = None,
     resegment: str = DEFAULT_RESEGMENT,
+    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     """``talks``: some stream is a talk (the talk cost); ``whole_talks``: every stream is (re-segmented
     scoring; ``comet`` and ``comet_reason``: the COMET scorer or why there is none)."""
     cost = _talk_cost(results) if talks else Figures(metrics={"cost_growth": None})
     if whole_talks:
-        scored = _resegmented(results, streams, comet, comet_reason, resegment)
+        scored = _resegmented(results, streams, comet, comet_reason, resegment, bleurt)
     else:
         scored = Figures(metrics=dict.fromkeys(LONGFORM_LATENCIES))
     return combine([cost, scored], len(results))
@@ -77,17 +79,22 @@ def _resegmented(
     comet: CometLike | None,
     comet_reason: str | None,
     resegment: str,
+    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     from simul.metrics.longform import score_talks, talk_from_records
 
     talks = [talk_from_records(streams[r.stream_id], r.steps) for r in results]
-    scores = score_talks(talks, resegment=resegment, comet=comet, comet_unavailable=comet_reason)
+    scores = score_talks(
+        talks, resegment=resegment, comet=comet, comet_unavailable=comet_reason, bleurt=bleurt
+    )
     metrics: dict[str, float | None] = {
         "bleu": round(scores.bleu, 4),
         "chrf": round(scores.chrf, 4),
         "comet": None,
         scores.comet_kind: None if scores.comet is None else round(scores.comet, 4),
     }
+    if bleurt is not None:
+        metrics["bleurt"] = None if scores.bleurt is None else round(scores.bleurt, 4)
     for name in LONGFORM_LATENCIES:
         value = scores.latency.get(name)
         metrics[name] = None if value is None else round(value, 3)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simul.decoding.records import StreamResult
+from simul.metrics.bleurt import BleurtScorer
 from simul.metrics.comet_model import CometLike, CometScores
 from simul.metrics.families.figures import Figures, rounded
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
@@ -28,6 +29,7 @@ def quality_figures(
     streams: Mapping[str, Stream],
     comet: CometLike | None,
     whole_talks: bool = False,
+    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     with_ref = [r for r in results if streams[r.stream_id].references]
     bleu = chrf = None
@@ -58,7 +60,33 @@ def quality_figures(
             row["comet"] = None
     else:
         _add_comet(comet, results, streams, figures, signatures)
+    if bleurt is not None:
+        _add_bleurt(bleurt, results, streams, figures, signatures)
     return figures
+
+
+def _add_bleurt(
+    bleurt: BleurtScorer,
+    results: Sequence[StreamResult],
+    streams: Mapping[str, Stream],
+    figures: Figures,
+    signatures: dict[str, str],
+) -> None:
+    """BLEURT (simul.metrics.bleurt) of the final outputs against the first reference, per stream and the
+    mean; pairs cut at the model's length are counted (``bleurt_truncated``)."""
+    scored = [(i, r) for i, r in enumerate(results) if streams[r.stream_id].reference is not None]
+    for row in figures.rows:
+        row["bleurt"] = None
+    if not scored:
+        return
+    scores = bleurt.score(
+        [streams[r.stream_id].reference or "" for _, r in scored], [r.final_output for _, r in scored]
+    )
+    figures.metrics["bleurt"] = round(scores.system, 4)
+    signatures["bleurt"] = scores.signature
+    figures.counts["bleurt_truncated"] = sum(scores.truncated)
+    for (i, _), value in zip(scored, scores.segments, strict=True):
+        figures.rows[i]["bleurt"] = round(value, 4)
 
 
 def _add_comet(

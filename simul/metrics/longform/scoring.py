@@ -49,6 +49,7 @@ class SegmentScore:
     latency: dict[str, float | None]
     comet: float | None = None
     detail: SegmentDetail | None = None  # XCOMET's spans, truncation and token counts
+    bleurt: float | None = None
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,15 @@ class LongformScores:
     comet_unavailable: str | None = None
     comet_kind: str = "comet"  # the metric ``comet`` holds: comet, or xcomet for an XCOMET model
     comet_max_tokens: int | None = None  # XCOMET's token limit
+    bleurt: float | None = None  # simul.metrics.bleurt's system score, when a checkpoint was given
+    bleurt_signature: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         learned: dict[str, Any] = {"comet": None, self.comet_kind: self.comet}
         if self.comet_kind == "xcomet":
             learned["xcomet_truncated"] = sum(1 for s in self.per_segment if s.detail and s.detail.truncated)
+        if self.bleurt_signature is not None:
+            learned["bleurt"] = self.bleurt
         return {
             "talks": self.talks,
             "segments": self.segments,
@@ -95,6 +100,7 @@ class LongformScores:
                     "chrf": s.chrf,
                     "comet": None,
                     self.comet_kind: s.comet,
+                    **({"bleurt": s.bleurt} if self.bleurt_signature is not None else {}),
                     "units": s.units,
                     "latency": dict(s.latency),
                 }
@@ -134,6 +140,7 @@ def score_talks(
     *,
     comet_unavailable: str | None = None,
     lang: str | None = None,
+    bleurt: Any = None,
 ) -> LongformScores:
     """Score ``talks`` (one target language; ``tgt`` only checks it) after re-segmenting them with
     ``resegment`` (``softsegmenter`` or ``mwer``). ``comet``: a loaded scorer (``simul.metrics.comet
@@ -176,10 +183,17 @@ def score_talks(
             if getattr(result, "details", None) is not None:
                 details = list(result.details)
                 max_tokens = result.max_tokens
+    bleurt_segments: list[float | None] = [None] * len(hyps)
+    bleurt_system = bleurt_signature = None
+    if bleurt is not None:
+        bleurt_result = bleurt.score([r[0] for r in refs], hyps)
+        bleurt_segments = [float(x) for x in bleurt_result.segments]
+        bleurt_system = float(bleurt_result.system)
+        bleurt_signature = signatures["bleurt"] = str(bleurt_result.signature)
     per_segment = []
     flat_lat = [row for talk_rows in lat_rows for row in talk_rows]
-    for (talk_id, index, count), hyp, ref, row, c, detail in zip(
-        where, hyps, refs, flat_lat, comet_segments, details, strict=True
+    for (talk_id, index, count), hyp, ref, row, c, detail, bl in zip(
+        where, hyps, refs, flat_lat, comet_segments, details, bleurt_segments, strict=True
     ):
         per_segment.append(
             SegmentScore(
@@ -192,6 +206,7 @@ def score_talks(
                 latency=dict(vars(row)),
                 comet=c,
                 detail=detail,
+                bleurt=bl,
             )
         )
     latency = corpus_latency(lat_rows)
@@ -210,4 +225,6 @@ def score_talks(
         comet_unavailable=None if comet_system is not None else comet_unavailable,
         comet_kind=kind,
         comet_max_tokens=max_tokens,
+        bleurt=bleurt_system,
+        bleurt_signature=bleurt_signature,
     )

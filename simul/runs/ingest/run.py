@@ -21,6 +21,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine.environment import environment, now
+from simul.metrics.bleurt import load_bleurt
 from simul.metrics.comet import load_comet
 from simul.metrics.scoring import Scored, higher_is_better, score
 from simul.metrics.tokenizers import ne_tokenizer_record, resolve_ne_tokenizer
@@ -64,6 +65,7 @@ class IngestRequest:
     comet_batch_size: int = 16
     overwrite: bool = False
     hardware: str | None = None  # what the system ran on, as its authors say (`simul rank` shows it)
+    bleurt_model: str | None = None  # a local BLEURT checkpoint (simul.metrics.bleurt)
 
 
 @dataclass
@@ -220,6 +222,9 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     method = Method(name=EXTERNAL, system=name)
     tgt = streams[0].tgt
     ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
+    bleurt, bleurt_reason = load_bleurt(request.bleurt_model, request.comet_batch_size)
+    if bleurt_reason is not None:
+        raise SimulError(f"BLEURT: {bleurt_reason}")
     file_sha = _input_sha256(request.path)
     config: dict[str, Any] = {
         "streams": {
@@ -239,6 +244,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
         "ne_tokenizer": ne_tok,
         "comet_model": request.comet_model,
         "comet_batch_size": request.comet_batch_size,
+        **({"bleurt_model": request.bleurt_model} if bleurt is not None else {}),
         "resolved": {"ne_tokenizer": ne_tokenizer_record(request.ne_tokenizer, ne_tok)},
         "ingest": {
             "format": request.format,
@@ -286,6 +292,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
             comet,
             comet_reason,
             frozenset(outputs.not_available),
+            bleurt=bleurt,
         )
     except Exception as exc:  # any scorer's failure: the steps are kept and the run says so
         reason = error_line(exc)
