@@ -227,3 +227,9 @@ def test_diff_keep_band_fails_a_run_that_leaves_its_band(base_run: Path, tmp_pat
     data = json.loads(failed.stdout)
     assert data["band_regressions"] == [{"method": "RT", "base": "low", "new": "high"}]
     assert data["exit_code"] == 3
+
+
+def test_two_systems_with_the_same_score_are_not_called_different() -> None:
+    same = [0.4, 0.6, 0.8]
+    result = paired_bootstrap(3, mean_resampler(same), mean_resampler(same), (0.6, 0.6), samples=100)
+    assert result.p == 1.0 and result.delta == 0.0 and result.delta_low == result.delta_high == 0.0

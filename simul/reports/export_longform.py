@@ -43,6 +43,7 @@ from simul.metrics.longform.omnisteval_files import (
     REFERENCES,
     SEGMENTATION,
     OmnistevalFiles,
+    moses_lang,
     write_omnisteval_inputs,
 )
 from simul.metrics.longform.talk import LongformTalk
@@ -92,7 +93,10 @@ class SimulstreamLongform:
 
 
 def simulstream_command(folder: Path, tgt: str, unit: str) -> tuple[str, ...]:
-    """``omnisteval longform --hypothesis_format simulstream`` on the folder's log."""
+    """``omnisteval longform --hypothesis_format simulstream`` on the folder's log, with the Moses language
+    that simul's own scoring and the JSONL's command use (without it OmniSTEval's SoftSegmenter aligns
+    untokenized words, and its figures differ from simul's: issue 41's worked example)."""
+    moses = moses_lang(tgt)
     return (
         "omnisteval",
         "longform",
@@ -109,6 +113,7 @@ def simulstream_command(folder: Path, tgt: str, unit: str) -> tuple[str, ...]:
         f"--{unit}_level",
         "--bleu_tokenizer",
         bleu_tokenizer(tgt),
+        *(("--lang", moses) if moses else ()),
     )
 
 

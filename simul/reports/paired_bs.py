@@ -15,7 +15,9 @@ the same n segments:
    the interval from the (samples // 40)-th to the (samples - samples // 40 - 1)-th, reported as the mean ±
    half its width;
 4. p: with d = |A - B| observed and d_k = |A_k - B_k| on resample k, p = (#{k : d_k - mean(d) > d} + 1) /
-   (samples + 1), a two-sided test of "the two systems score the same".
+   (samples + 1), a two-sided test of "the two systems score the same". One exception: two systems with the
+   same score (d = 0) get p = 1, where sacrebleu's formula gives 1 / (samples + 1), which reads as a
+   significant difference between, say, two displays of the same final outputs.
 
 simul adds the interval of the difference A - B, from the same resamples and the same percentile positions.
 For chrF and BLEU, tests/test_rank.py checks that the means, intervals and p equal what
@@ -85,7 +87,7 @@ def paired_bootstrap(
     diffs = np.abs(b - a)
     centred = diffs - diffs.mean()
     observed_diff = abs(observed[0] - observed[1])
-    p = (int(np.sum(centred > observed_diff)) + 1) / (samples + 1)
+    p = 1.0 if observed_diff == 0.0 else (int(np.sum(centred > observed_diff)) + 1) / (samples + 1)
     return PairedBootstrap(
         a_score=observed[0],
         b_score=observed[1],
