@@ -218,6 +218,21 @@ def test_talks_of_ingested_systems_are_ranked_on_their_segments(tmp_path: Path) 
     ranked = [s for band in group.bands for s in band.systems]
     assert len(ranked) == 2
 
+    # a run of talks keeps its XCOMET signature as longform_xcomet: one model for both, then XCOMET ranks
+    def scored(model: str, value: float) -> Any:
+        def change(run: dict[str, Any]) -> None:
+            run["methods"][0]["metrics"]["xcomet"] = value
+            run["signatures"]["longform_xcomet"] = f"model:{model}|batch:16|version:2.2.7"
+
+        return change
+
+    _edit(one, scored("Unbabel/XCOMET-XL", 0.8))
+    _edit(two, scored("Unbabel/XCOMET-XL", 0.7))
+    group = rank([one, two], samples=0).groups[0]
+    assert group.metric == "xcomet" and group.signature == "model:Unbabel/XCOMET-XL|batch:16|version:2.2.7"
+    _edit(two, scored("Unbabel/XCOMET-XXL", 0.7))
+    assert rank([one, two], samples=0).groups[0].metric == "chrf"
+
 
 def test_the_command_prints_table_markdown_and_json(base_run: Path, tmp_path: Path) -> None:
     runs = [system(base_run, tmp_path, "p", 1200.0, 45.0), system(base_run, tmp_path, "q", 3000.0, 44.0)]

@@ -286,17 +286,27 @@ def _segments(system: System, cache: dict[Path, Any]) -> Segments:
     return Segments(keys, hyps, refs, learned)
 
 
+def signature_of(system: System, name: str) -> str | None:
+    """The signature of a system's figure: a run of talks keeps its re-segmented scores' signatures as
+    ``longform_NAME`` (simul.metrics.scoring), a sentence-level run as ``NAME``."""
+    key = f"longform_{name}" if system.form == "talks" else name
+    value = system.signatures.get(key)
+    return str(value) if value else None
+
+
 def _choose_metric(systems: Sequence[System], asked: str) -> tuple[str, str, str | None]:
     """The metric to rank a group by, why, and its signature."""
 
     def common(name: str) -> str | None:
-        sigs = {Signature.parse(str(s.signatures.get(name, ""))).parameter_text for s in systems}
-        if all(s.metrics.get(name) is not None for s in systems) and len(sigs) == 1:
-            return str(systems[0].signatures.get(name) or "")
-        return None
+        texts = [signature_of(s, name) for s in systems]
+        if any(t is None for t in texts) or any(s.metrics.get(name) is None for s in systems):
+            return None
+        if len({Signature.parse(str(t)).parameter_text for t in texts}) != 1:
+            return None
+        return texts[0]
 
     if asked != "auto":
-        return asked, f"--metric {asked}", common(asked) or systems[0].signatures.get(asked)
+        return asked, f"--metric {asked}", common(asked) or signature_of(systems[0], asked)
     for name in LEARNED:
         sig = common(name)
         if sig is not None:
