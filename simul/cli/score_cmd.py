@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
                                 **{k: r[k] for k in ("name", "beta", "mask_k", "mask", "key", "label")},
                                 "metrics": r["metrics"]
                                 if shown is None
-                                else {k: r["metrics"][k] for k in shown},
+                                else {k: r["metrics"].get(k) for k in shown},
                             }
                             for r in rows
                         ],
