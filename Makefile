@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS) tools/llama_wheel.py tools/torc
 	$(BIN)/python tools/torch_setup.py --spec "$(TORCH_SPEC)" --constraints $(CONSTRAINTS) --cpu-index "$(TORCH_CPU_INDEX)"
 	wheel="$$($(BIN)/python tools/llama_wheel.py --version $(LLAMA_CPP_VERSION) --cmake-args='$(LLAMA_ALL_CMAKE_ARGS)')" \
 	  && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
-	$(PIP) install --quiet $(PIN) -e ".[model,comet,plot,dev,asr,ray,longform]"
+	$(PIP) install --quiet $(PIN) -e ".[model,comet,bleurt,plot,dev,asr,ray,longform]"
 	# SimulEval for the golden tests, without its pytest-flake8 (breaks pytest >= 8) and tqdm pin
 	$(PIP) install --quiet $(PIN) --no-deps "simuleval==1.1.4" "textgrid==1.6.1" "pandas>=2" "tornado>=6"
 	@touch $@

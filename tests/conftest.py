@@ -4,6 +4,10 @@
 * ``gemma_model``: the embedded default gemma-3-270m, for integration tests marked ``slow``.
 * ``shared_data``: ../shared/data (real FLORES, ACL 60/60, ASR samples); tests using it skip when absent.
 * ``tiny_comet``: a tiny random COMET checkpoint, loaded through the real comet.load_from_checkpoint.
+* ``tiny_xcomet``: a tiny random XCOMET checkpoint (``python -m simul.testing.tiny_xcomet``), scored by the
+  real XCOMETMetric in simul's child process, error spans included.
+* ``tiny_bleurt``: a tiny random BLEURT checkpoint in bleurt-pytorch's format
+  (``python -m simul.testing.tiny_bleurt``).
 * ``comet_stub``: a stand-in for unbabel-comet that records every triple it scores (tests.comet_stub).
 * ``streams_file``: the four test streams of tests.helpers.make_streams in a stream file (modules that need
   other streams define their own).
@@ -68,6 +72,28 @@ def tiny_comet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from simul.testing.tiny_comet import build_tiny_comet
 
     return build_tiny_comet(tmp_path_factory.mktemp("comet"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_xcomet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of a tiny XCOMET model, built by the module's command-line entry point (in this process)."""
+    pytest.importorskip("comet", reason="unbabel-comet is not installed")
+    from simul.testing.tiny_xcomet import main
+
+    folder = tmp_path_factory.mktemp("xcomet")
+    assert main([str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bleurt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of a tiny BLEURT checkpoint (``python -m simul.testing.tiny_bleurt``)."""
+    pytest.importorskip("bleurt_pytorch", reason="bleurt-pytorch is not installed")
+    from simul.testing.tiny_bleurt import main
+
+    folder = tmp_path_factory.mktemp("bleurt")
+    assert main([str(folder)]) == 0
+    return folder
 
 
 @pytest.fixture

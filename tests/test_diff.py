@@ -149,6 +149,6 @@ def test_bad_thresholds_and_inputs(base_run: Path, tmp_path: Path) -> None:
     assert diff(str(base_run), str(base_run), "--max-drop", "ne=0.1")[0] == 2
     assert diff(str(base_run), str(base_run), "--max-drop", "chrf")[0] == 2
     # an unknown metric is a usage error
-    assert diff(str(base_run), str(base_run), "--max-drop", "bleurt=1")[0] == 2
+    assert diff(str(base_run), str(base_run), "--max-drop", "meteor=1")[0] == 2
     assert diff(str(base_run), str(tmp_path / "missing"))[0] == 1
     assert diff(str(base_run), str(base_run), "--json", "--markdown")[0] == 2

@@ -293,6 +293,12 @@ def test_omnisteval_longform_accepts_the_export(fmt: str, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     scores = (tmp_path / "scores" / "scores.tsv").read_text(encoding="utf-8")
     assert "BLEU" in scores and "LongYAAL (CU)" in scores
+    # the command scores the export as simul scores the run (for the simulstream log too: it needs --lang)
+    peer = {k: float(v) for k, v in (line.split("\t") for line in scores.splitlines()[1:])}
+    scored = runner.invoke(app, ["score", str(run), "--json", "--quiet"])
+    mine = next(m["metrics"] for m in json.loads(scored.stdout)["methods"] if m["key"] == "rt")
+    assert peer["chrF"] == pytest.approx(mine["chrf"], abs=1e-3)
+    assert peer["LongYAAL (CU)"] == pytest.approx(mine["long_yaal"], abs=1e-3)
 
 
 def test_omnisteval_on_the_simulstream_log_gives_simuls_figures(tmp_path: Path) -> None:

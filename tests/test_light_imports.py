@@ -1,5 +1,5 @@
-"""Commands that read a run directory load neither the decoder nor llama.cpp: `simul score`, `diff`, `show`
-and `export`, run as `python -X importtime -m simul ...` on a run of the tiny model, import none of
+"""Commands that read a run directory load neither the decoder nor llama.cpp: `simul score`, `diff`, `show`,
+`export` and `rank`, run as `python -X importtime -m simul ...` on a run of the tiny model, import none of
 simul.decoding.stream, simul.decoding.backend, llama_cpp, torch or Ray (COMET scoring and --ray, which need
 them, are not asked for). The command line imports a command's module only when that command runs
 (simul.cli.LazyGroup), and `simul --help` lists every command with its one-line help all the same."""
@@ -57,7 +57,7 @@ def run_dir(tiny_model: Path, streams_file: Path, tmp_path_factory: pytest.TempP
     return out
 
 
-@pytest.mark.parametrize("command", ["score", "diff", "show", "export"])
+@pytest.mark.parametrize("command", ["score", "diff", "show", "export", "rank"])
 def test_reading_a_run_loads_neither_the_decoder_nor_llama_cpp(
     command: str, run_dir: Path, tmp_path: Path
 ) -> None:
@@ -67,6 +67,7 @@ def test_reading_a_run_loads_neither_the_decoder_nor_llama_cpp(
         "diff": [str(run_dir), str(run_dir)],
         "show": [str(run_dir), "--stream", stream],
         "export": [str(run_dir), "-o", str(tmp_path / "instances.log")],
+        "rank": [str(run_dir)],
     }[command]
     done, modules = run_importtime(command, *args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -58,6 +58,11 @@ COMMANDS = (
         "Compare two runs; exit 3 when a metric regresses beyond its threshold (and beyond noise).",
     ),
     LazyCommand(
+        "rank",
+        "rank_cmd",
+        "Rank systems as IWSLT 2026 does: latency band from LongYAAL, then quality, with bootstrap CIs.",
+    ),
+    LazyCommand(
         "sweep",
         "sweep_cmd",
         "Sweep the SSBD bias (Table 3) and mask-k vs display-only mask-k (Table 4) over the same streams.",

@@ -123,11 +123,12 @@ def render_table(comparison: Comparison) -> list[Table]:
 
 def render_markdown(comparison: Comparison) -> str:
     regressions = comparison.regressions
+    count = len(regressions) + len(comparison.band_regressions)
     lines = [
         "## simul diff",
         "",
         f"base `{_md(comparison.base)}` vs new `{_md(comparison.new)}`: "
-        + (f"**{len(regressions)} regression(s)**" if regressions else "no regression"),
+        + (f"**{count} regression(s)**" if count else "no regression"),
         "",
     ]
     for note in comparison.notes + [f"not comparable: {r} (forced)" for r in comparison.reasons]:
@@ -237,6 +238,14 @@ def register(app: typer.Typer) -> None:
                 "(p >= 0.05).",
             ),
         ] = False,
+        keep_band: Annotated[
+            bool,
+            typer.Option(
+                "--keep-band",
+                help="Fail (exit 3) when a method leaves the base run's IWSLT 2026 latency band (Low up to "
+                "2 s, High up to 4 s of non-computation-aware LongYAAL; YAAL for sentences), either way.",
+            ),
+        ] = False,
         as_json: Annotated[
             bool,
             typer.Option("--json", help="Print the comparison as JSON on stdout (instead of the table)."),
@@ -275,13 +284,16 @@ def register(app: typer.Typer) -> None:
                 pairs=pairs,
                 strict_versions=strict_versions,
                 allow_missing=allowed,
+                keep_band=keep_band,
             )
         except Incomparable as exc:
             err_console.print(f"[bold red]refused:[/] {markup(exc)}", soft_wrap=True)
             raise typer.Exit(code=EXIT_INCOMPARABLE) from None
         regressions = comparison.regressions
+        left = comparison.band_regressions
         if as_json:
-            print_json({**comparison.to_json(), "exit_code": EXIT_REGRESSION if regressions else 0})
+            failing = regressions or left
+            print_json({**comparison.to_json(), "exit_code": EXIT_REGRESSION if failing else 0})
         elif markdown:
             typer.echo(render_markdown(comparison), nl=False)
         else:
@@ -296,6 +308,10 @@ def register(app: typer.Typer) -> None:
                 for label, r in regressions
             )
             err_console.print(f"[bold red]regression:[/] {listed}")
+        if left:
+            listed = ", ".join(f"{markup(m.label)} ({m.band[0]} -> {m.band[1] or 'no band'})" for m in left)
+            err_console.print(f"[bold red]left its latency band (--keep-band):[/] {listed}")
+        if regressions or left:
             raise typer.Exit(code=EXIT_REGRESSION)
         noted = sum(1 for m in comparison.methods for r in m.rows if r.verdict == "within noise")
         extra = f"; {noted} threshold crossing(s) within noise allowed" if noted else ""

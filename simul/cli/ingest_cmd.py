@@ -19,6 +19,7 @@ from simul.cli.common import (
     out_option,
     print_json,
 )
+from simul.cli.scoring_options import BleurtModelOpt
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
 from simul.runs.ingest.run import INGEST_FORMATS, IngestFormat, IngestRequest, ingest
@@ -59,6 +60,14 @@ def register(app: typer.Typer) -> None:
         ] = None,
         ne_tokenizer: NeTokenizerOpt = "auto",
         comet_model: CometModelOpt = DEFAULT_COMET_MODEL,
+        hardware: Annotated[
+            str | None,
+            typer.Option(
+                help="What the system ran on, as you would report it (e.g. '1x NVIDIA H100 80GB'): its "
+                "computation-aware latency depends on it; `simul rank` shows it beside the system.",
+            ),
+        ] = None,
+        bleurt_model: BleurtModelOpt = None,
         overwrite: OverwriteOpt = False,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -76,6 +85,8 @@ def register(app: typer.Typer) -> None:
                 ne_tokenizer=ne_tokenizer,
                 comet_model=comet_model,
                 overwrite=overwrite,
+                hardware=hardware,
+                bleurt_model=bleurt_model,
             )
         )
         rows = outcome.scored.methods_json()

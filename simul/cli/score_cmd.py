@@ -10,9 +10,16 @@ import typer
 
 from simul.cli.aliases import command_class
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json, warn_being_written
-from simul.cli.scoring_options import RequireCometOpt, RescoreCometBatchOpt, RescoreCometModelOpt, Resegmenter
+from simul.cli.scoring_options import (
+    BleurtModelOpt,
+    RequireCometOpt,
+    RescoreCometBatchOpt,
+    RescoreCometModelOpt,
+    Resegmenter,
+)
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt, markup
+from simul.metrics.bleurt import load_bleurt
 from simul.metrics.comet import load_comet
 from simul.metrics.registry import metric_info
 from simul.metrics.scoring import DEFAULT_RESEGMENT, RESEGMENTERS, not_available, score
@@ -38,6 +45,7 @@ def register(app: typer.Typer) -> None:
         comet_model: RescoreCometModelOpt = None,
         comet_batch_size: RescoreCometBatchOpt = None,
         require_comet: RequireCometOpt = False,
+        bleurt_model: BleurtModelOpt = None,
         metric: Annotated[
             list[str] | None, typer.Option("--metric", "-m", help="Only show these metrics (repeatable).")
         ] = None,
@@ -80,6 +88,10 @@ def register(app: typer.Typer) -> None:
             comet, reason = load_comet(comet_name, batch)
             if comet is None and require_comet:
                 raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
+            bleurt_name = bleurt_model if bleurt_model is not None else config.get("bleurt_model")
+            bleurt, bleurt_reason = load_bleurt(bleurt_name, batch)
+            if bleurt_reason is not None:
+                raise SimulError(f"BLEURT: {bleurt_reason}")
             scored = score(
                 loaded.methods,
                 loaded.results,
@@ -89,6 +101,7 @@ def register(app: typer.Typer) -> None:
                 reason,
                 not_available(loaded.run),
                 resegment=resegment or _run_resegment(run_dir, config),
+                bleurt=bleurt,
             )
             rows = scored.methods_json()
             if update or finish:
@@ -96,11 +109,16 @@ def register(app: typer.Typer) -> None:
                 run["signatures"] = scored.signatures
                 run["comet"] = scored.comet
                 run["methods"] = rows
+                if bleurt is not None:
+                    config["bleurt_model"] = bleurt.model
+                else:
+                    config.pop("bleurt_model", None)
                 if finish:
                     run["status"] = STATUS_COMPLETE
                     run["scored_later"] = {"by": "simul score", "error": run.pop("scoring_error", None)}
                 writer = RunWriter(run_dir, run)
                 writer.write_per_stream(scored.per_stream_rows())
+                writer.write_error_spans(scored.error_span_rows())
                 writer.save()
                 if finish:
                     err_console.print(f"{markup(run_dir)} is complete now (its scoring had failed)")
@@ -132,7 +150,7 @@ def register(app: typer.Typer) -> None:
                                 **{k: r[k] for k in ("name", "beta", "mask_k", "mask", "key", "label")},
                                 "metrics": r["metrics"]
                                 if shown is None
-                                else {k: r["metrics"][k] for k in shown},
+                                else {k: r["metrics"].get(k) for k in shown},
                             }
                             for r in rows
                         ],

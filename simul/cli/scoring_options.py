@@ -31,6 +31,14 @@ RescoreCometModelOpt = Annotated[
 RescoreCometBatchOpt = Annotated[
     int | None, typer.Option("--comet-batch-size", help="COMET batch size. Default: the run's.")
 ]
+BleurtModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bleurt-model",
+        help="A local BLEURT checkpoint folder (bleurt-pytorch; e.g. a download of lucadiliello/BLEURT-20) "
+        "to score BLEURT too, IWSLT 2026's extra result ('none' to drop it). Default: the run's, if any.",
+    ),
+]
 RequireCometOpt = Annotated[
     bool, typer.Option("--require-comet/--no-require-comet", help="Fail when COMET cannot be loaded.")
 ]

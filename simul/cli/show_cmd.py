@@ -13,9 +13,10 @@ from simul.cli.common import err_console, handle_errors, warn_being_written
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import check_writable_file
 from simul.common.safe_text import excerpt, markup, visible
+from simul.reports.error_spans import spans_html, spans_table
 from simul.reports.show import html_page, rich_text, stream_view, talk_view
 from simul.reports.talk_plot import draw_talk_cost
-from simul.runs.directory import LoadedRun, load_run, write_atomic
+from simul.runs.directory import LoadedRun, load_run, read_error_spans, write_atomic
 from simul.streams.references import reference_lines
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ def register(app: typer.Typer) -> None:
         """Show how a stream's translation evolved: reused, new, erased and masked text per step.
 
         For a long-form stream (a whole talk) each update shows the talk scrolled to its open window:
-        committed text, the window boundary, and the open window marked as for a sentence."""
+        committed text, the window boundary, and the open window marked as for a sentence. A run scored
+        with XCOMET also shows the stream's error spans (per re-segmented segment for a talk)."""
         for path in (html_file, plot):
             if path is not None:
                 check_writable_file(path)  # before the work, not after it
@@ -108,6 +110,14 @@ def register(app: typer.Typer) -> None:
         if not source.longform:
             for line in reference_lines(source):
                 err_console.print(visible(line), markup=False, highlight=False)
+        labels = {r.method.key: r.method.label for r in results}
+        span_lines = [
+            line
+            for line in read_error_spans(run_dir)
+            if line["stream"] == stream and line["method"] in labels
+        ]
+        if span_lines:
+            err_console.print(spans_table(stream, span_lines, labels))
         svg = ""
         if source.longform and (plot is not None or html_file is not None):
             labelled = {r.method.label: [r.steps] for r in results}
@@ -117,7 +127,8 @@ def register(app: typer.Typer) -> None:
         if html_file is not None:
             page_first, page_last = _step_range(steps, False, len(results[0].steps))
             page_views = talk_view(source, results, page_first, page_last) if source.longform else None
-            write_atomic(html_file, html_page(source, results, f"simul: {stream}", page_views, svg))
+            extra = spans_html(span_lines, labels, source.tgt) if span_lines else ""
+            write_atomic(html_file, html_page(source, results, f"simul: {stream}", page_views, svg, extra))
             err_console.print(f"wrote {visible(html_file)}", markup=False)
 
 

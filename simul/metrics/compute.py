@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.comet import CometScorer
+from simul.metrics.bleurt import BleurtScorer
+from simul.metrics.comet_model import CometLike
 from simul.metrics.delays import stream_delays
 from simul.metrics.families.acceptance import acceptance_figures
 from simul.metrics.families.degeneracy import degeneracy_figures
@@ -86,16 +87,18 @@ class MethodReport:
     metrics: dict[str, float | None]
     per_stream: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    spans: list[dict[str, Any]] = field(default_factory=list)  # XCOMET's error spans per segment
 
 
 @dataclass(frozen=True)
 class Scorers:
-    """What quality is scored with beyond sacrebleu: COMET (None when unavailable, ``comet_reason`` says
-    why) and, for runs of whole talks, the re-segmenter (simul.metrics.families.longform)."""
+    """What quality is scored with beyond sacrebleu: COMET or XCOMET (None when unavailable, ``comet_reason``
+    says why) and, for runs of whole talks, the re-segmenter (simul.metrics.families.longform)."""
 
-    comet: CometScorer | None = None
+    comet: CometLike | None = None
     comet_reason: str | None = None
     resegment: str = DEFAULT_RESEGMENT
+    bleurt: BleurtScorer | None = None  # simul.metrics.bleurt, when a checkpoint was given
 
 
 def method_report(
@@ -123,7 +126,7 @@ def method_report(
                 counts={"streams": len(results), "steps": sum(len(r.steps) for r in results)},
                 rows=[{"stream": r.stream_id, "steps": len(r.steps)} for r in results],
             ),
-            quality_figures(results, streams, scorers.comet, whole_talks),
+            quality_figures(results, streams, scorers.comet, whole_talks, scorers.bleurt),
             stability_figures(results, ne_tokenizer),
             acceptance_figures(method, results, rt),
             drafter_figures(results),
@@ -138,6 +141,7 @@ def method_report(
                 comet=scorers.comet,
                 comet_reason=scorers.comet_reason,
                 resegment=scorers.resegment,
+                bleurt=scorers.bleurt,
             ),
         ],
         len(results),
@@ -145,7 +149,13 @@ def method_report(
     drop_missing(figures, missing)
     if missing:
         figures.counts["not_available"] = sorted(missing)
-    return MethodReport(method=method, metrics=figures.metrics, per_stream=figures.rows, extra=figures.counts)
+    return MethodReport(
+        method=method,
+        metrics=figures.metrics,
+        per_stream=figures.rows,
+        extra=figures.counts,
+        spans=figures.spans,
+    )
 
 
 def drop_missing(figures: Figures, missing: frozenset[str]) -> None:

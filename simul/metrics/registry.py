@@ -24,7 +24,14 @@ METRICS: dict[str, MetricInfo] = {
     m.name: m
     for m in [
         MetricInfo("comet", True, "COMET", "COMET system score (mean of segment scores)"),
+        MetricInfo(
+            "xcomet",
+            True,
+            "XCOMET",
+            "XCOMET system score (mean of segment scores; IWSLT 2026 ranks by XCOMET-XL)",
+        ),
         MetricInfo("bleu", True, "BLEU", "corpus BLEU of the final outputs (sacrebleu)"),
+        MetricInfo("bleurt", True, "BLEURT", "BLEURT system score (mean of segment scores; bleurt-pytorch)"),
         MetricInfo("chrf", True, "chrF", "corpus chrF of the final outputs (sacrebleu)"),
         MetricInfo("ne", False, "NE", "normalized erasure of the raw outputs"),
         MetricInfo("ne_display", False, "NE disp", "normalized erasure of what was displayed"),

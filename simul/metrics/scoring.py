@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.comet import CometScorer
+from simul.metrics.bleurt import BleurtScorer
+from simul.metrics.comet_model import CometLike
 from simul.metrics.compute import MethodReport, Scorers, reports_for
 from simul.metrics.families.longform import DEFAULT_RESEGMENT, RESEGMENTERS
 from simul.metrics.registry import METRICS
@@ -42,6 +43,10 @@ class Scored:
     def per_stream_rows(self) -> list[dict[str, Any]]:
         return [{"method": r.method.key, **row} for r in self.reports for row in r.per_stream]
 
+    def error_span_rows(self) -> list[dict[str, Any]]:
+        """XCOMET's error spans, a line per method and segment (empty when the run has no XCOMET)."""
+        return [{"method": r.method.key, **line} for r in self.reports for line in r.spans]
+
 
 def not_available(run: Mapping[str, Any]) -> frozenset[str]:
     """What a run's records lack (set by `simul ingest` in ``config.ingest.not_available``)."""
@@ -58,15 +63,16 @@ def score(
     results: Mapping[str, list[StreamResult]],
     streams: Mapping[str, Stream],
     ne_tokenizer: str,
-    comet: CometScorer | None,
+    comet: CometLike | None,
     comet_reason: str | None,
     missing: frozenset[str] = frozenset(),
     resegment: str = DEFAULT_RESEGMENT,
+    bleurt: BleurtScorer | None = None,
 ) -> Scored:
     """Every metric of every method. Long-form runs (whole talks) are scored as IWSLT 2026 does: the talk's
     output re-segmented onto its reference segments (``resegment``: softsegmenter or mwer), then BLEU, chrF
     and COMET per segment, and the long-form latencies (simul.metrics.longform)."""
-    scorers = Scorers(comet=comet, comet_reason=comet_reason, resegment=resegment)
+    scorers = Scorers(comet=comet, comet_reason=comet_reason, resegment=resegment, bleurt=bleurt)
     reports = reports_for(methods, results, streams, ne_tokenizer, missing, scorers)
     signatures: dict[str, Any] = {"ne_tokenizer": ne_tokenizer}
     for report in reports:
@@ -77,7 +83,14 @@ def score(
             signatures.setdefault(f"longform_{name}", sig)
     comet_info: dict[str, Any] = {"available": comet is not None, "reason": comet_reason}
     if comet is not None:
-        comet_info.update({"model": comet.model, "version": comet.version, "batch_size": comet.batch_size})
+        comet_info.update(
+            {
+                "model": comet.model,
+                "version": comet.version,
+                "batch_size": comet.batch_size,
+                "kind": comet.kind,
+            }
+        )
         checkpoint = getattr(comet, "checkpoint", None)  # what the model name resolved to (comet.py)
         if checkpoint is not None:
             comet_info["checkpoint"] = checkpoint

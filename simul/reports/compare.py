@@ -16,6 +16,10 @@ size, the CPU's instruction sets. A provenance difference is a note naming both 
 with ``strict_versions`` (library versions and batch size; the CPU is always a note). A thresholded metric
 that the base run has and the new run lacks (COMET when its model could not be loaded) is refused too,
 unless ``allow_missing`` names it: a check that cannot run must not pass.
+
+Each method's IWSLT 2026 latency band (simul.metrics.bands: Low up to 2 s, High up to 4 s of LongYAAL, YAAL
+for sentences) is compared too: a method that leaves the base run's band is noted, and is a regression with
+``keep_band`` (`simul diff --keep-band`), whichever way it moved, since a system is ranked within its band.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
+from simul.metrics.bands import BAND_TITLES, method_band
 from simul.metrics.compute import MISSING_FIELDS
 from simul.metrics.registry import METRICS, metric_info
 from simul.metrics.scoring import not_available
@@ -54,9 +59,9 @@ from simul.streams.references import describe_references
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
 # no default because they differ between machines and loads: opt in with e.g. --max-drop speedup=0.05.
-DEFAULT_MAX_DROP = {"comet": 0.005, "chrf": 0.5, "bleu": 1.0}
+DEFAULT_MAX_DROP = {"comet": 0.005, "xcomet": 0.005, "chrf": 0.5, "bleu": 1.0}
 DEFAULT_MAX_INCREASE = {"ne": 0.05, "ne_display": 0.05}
-BOOTSTRAP_METRICS = ("chrf", "bleu", "comet")
+BOOTSTRAP_METRICS = ("chrf", "bleu", "comet", "xcomet", "bleurt")
 
 
 @dataclass
@@ -179,7 +184,7 @@ def missing_metrics(
     for name, labels in lacking.items():
         why = ""
         comet = new_run.get("comet")
-        if name == "comet" and isinstance(comet, dict) and comet.get("reason"):
+        if name in ("comet", "xcomet") and isinstance(comet, dict) and comet.get("reason"):
             why = f" (COMET was not available: {short(comet['reason'], limit=160)})"
         reasons.append(
             f"the new run has no {METRICS[name].title} for {', '.join(labels)}, which the base run has and a "
@@ -386,6 +391,12 @@ class MethodComparison:
     label: str
     rows: list[MetricRow]
     streams: dict[str, Any] = field(default_factory=dict)
+    band: tuple[str | None, str | None] = (None, None)  # IWSLT 2026 band of base and new (bands.py)
+
+    @property
+    def left_band(self) -> bool:
+        """Whether the new run's method is outside the band the base run's was in."""
+        return self.band[0] is not None and self.band[1] != self.band[0]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -394,6 +405,7 @@ class MethodComparison:
             "label": self.label,
             "metrics": [r.to_json() for r in self.rows],
             "streams": self.streams,
+            "band": {"base": self.band[0], "new": self.band[1], "left": self.left_band},
         }
 
 
@@ -408,6 +420,12 @@ class Comparison:
     provenance: list[ProvenanceChange] = field(default_factory=list)
     strict_versions: bool = False
     allow_missing: list[str] = field(default_factory=list)
+    keep_band: bool = False
+
+    @property
+    def band_regressions(self) -> list[MethodComparison]:
+        """Methods that left the base run's latency band, when the band must be kept (``keep_band``)."""
+        return [m for m in self.methods if m.left_band] if self.keep_band else []
 
     @property
     def regressions(self) -> list[tuple[str, MetricRow]]:
@@ -431,6 +449,10 @@ class Comparison:
             "provenance": [c.to_json() for c in self.provenance],
             "strict_versions": self.strict_versions,
             "allow_missing": self.allow_missing,
+            "keep_band": self.keep_band,
+            "band_regressions": [
+                {"method": m.label, "base": m.band[0], "new": m.band[1]} for m in self.band_regressions
+            ],
         }
 
 
@@ -446,6 +468,7 @@ def compare(
     pairs: Sequence[tuple[str, str]] = (),
     strict_versions: bool = False,
     allow_missing: Sequence[str] = (),
+    keep_band: bool = False,
 ) -> Comparison:
     """Compare two runs; ``pairs`` are ``--pair`` (base key, new key) pairs of methods with different keys;
     ``strict_versions`` refuses provenance differences (library versions, COMET batch size);
@@ -517,6 +540,10 @@ def compare(
         if units:
             notes.append(f"{label}: figures in different units ({units}); compare those figures with care")
         comparison = MethodComparison(b_method["key"], n_method["key"], label, rows)
+        comparison.band = (method_band(b_method).band, method_band(n_method).band)
+        if comparison.left_band:
+            base_band, new_band = (BAND_TITLES[b] for b in comparison.band)
+            notes.append(f"{label} left its latency band: {base_band} in the base run, {new_band} in the new")
         _add_paired_statistics(comparison, base, new, bootstrap_samples, worst, notes)
         comparisons.append(comparison)
     return Comparison(
@@ -529,6 +556,7 @@ def compare(
         provenance=provenance,
         strict_versions=strict_versions,
         allow_missing=list(allow_missing),
+        keep_band=keep_band,
     )
 
 
@@ -609,12 +637,13 @@ def _add_paired_statistics(
         if name in by_name and samples > 0:
             scorer = corpus_scorer(name, hyps_b, hyps_n, refs, tgt)
             by_name[name].bootstrap = paired_bootstrap(len(ids), scorer, samples)
-    comet_b = [base.per_stream.get((b_key, sid), {}).get("comet") for sid in ids]
-    comet_n = [new.per_stream.get((n_key, sid), {}).get("comet") for sid in ids]
-    if "comet" in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
-        cb = [float(c) for c in comet_b if c is not None]
-        cn = [float(c) for c in comet_n if c is not None]
-        by_name["comet"].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
+    for learned in ("comet", "xcomet", "bleurt"):
+        comet_b = [base.per_stream.get((b_key, sid), {}).get(learned) for sid in ids]
+        comet_n = [new.per_stream.get((n_key, sid), {}).get(learned) for sid in ids]
+        if learned in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
+            cb = [float(c) for c in comet_b if c is not None]
+            cn = [float(c) for c in comet_n if c is not None]
+            by_name[learned].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
     # per-stream view from sentence chrF
     from simul.metrics.quality import sentence_chrf
 

@@ -206,8 +206,10 @@ def html_page(
     title: str,
     views: Sequence[StepView] | None = None,
     plot: str = "",
+    extra: str = "",
 ) -> str:
-    """The page of one stream; for a talk, ``views`` from :func:`talk_view` and ``plot`` an inline SVG."""
+    """The page of one stream; for a talk, ``views`` from :func:`talk_view` and ``plot`` an inline SVG;
+    ``extra``: HTML added after the table (XCOMET's error spans)."""
     views = list(views) if views is not None else stream_view(stream, results)
     shown_steps = len(views)
     # lang attributes let the browser pick CJK glyphs (Han characters differ between zh and ja fonts)
@@ -247,6 +249,7 @@ def html_page(
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
+{extra}
 </body></html>
 """
 

@@ -55,6 +55,13 @@ def methods_table(
     clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
     if tuple(columns) == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
         columns = LONGFORM_COLUMNS
+    if any("xcomet" in m.get("metrics", {}) for m in methods):  # scored with an XCOMET model
+        columns = [("xcomet", "XCOMET", ".3f") if c[0] == "comet" else c for c in columns]
+    if any("bleurt" in m.get("metrics", {}) for m in methods) and "bleurt" not in {c[0] for c in columns}:
+        columns = [*columns, ("bleurt", "BLEURT", ".3f")]
+    truncated = xcomet_note(methods)
+    if truncated:
+        caption = f"{caption}\n{truncated}" if caption else truncated
     for note in (timing.threads_note, timing.note()) if timing is not None else ():
         if note:
             note = markup(note, newlines=False)
@@ -77,7 +84,7 @@ def methods_table(
         for name, _, spec in columns:
             if name == "regime":
                 cells.append(markup(str((method.get("counts", {}).get("longform") or {}).get("regime", "-"))))
-            elif name == "comet" and not comet_available and metrics.get(name) is None:
+            elif name in ("comet", "xcomet") and not comet_available and metrics.get(name) is None:
                 cells.append("n/a")
             else:
                 cell = fmt(metrics.get(name), spec)
@@ -86,6 +93,25 @@ def methods_table(
                 cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
         table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
     return table
+
+
+def xcomet_note(methods: Sequence[dict[str, Any]]) -> str | None:
+    """A caption line when XCOMET cut some segments' input at its token limit (their spans and scores cover
+    only what it read); None when none was cut or the run has no XCOMET."""
+    parts = []
+    for method in methods:
+        counts = method.get("counts", {})
+        cut = counts.get("xcomet_truncated")
+        if isinstance(cut, int) and cut > 0:
+            label = markup(method.get("label", method.get("name", "?")), newlines=False)
+            parts.append(f"{label} {cut}")
+    if not parts:
+        return None
+    limit = next((m["counts"].get("xcomet_max_tokens") for m in methods if "counts" in m), None)
+    return (
+        f"XCOMET truncated segments (input longer than the model's {limit or '?'} tokens, cut; "
+        "error_spans.jsonl marks them): " + "; ".join(parts)
+    )
 
 
 def reference_note(methods: Sequence[dict[str, Any]]) -> str | None:

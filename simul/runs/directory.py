@@ -5,6 +5,8 @@
     steps.jsonl     one line per method, stream and step, written as each stream finishes
     timings.jsonl   the wall-clock fields of those steps (every ``t_*`` field), keyed by method, stream, step
     per_stream.jsonl  per method and stream: sentence chrF, COMET, erasure, latency (for paired comparisons)
+    error_spans.jsonl runs scored with XCOMET: per method and segment, the error spans XCOMET found in the
+                    hypothesis, the segment's score, and whether the model's input was cut at its token limit
     .lock           present while a process writes the directory (see :mod:`simul.runs.lock`)
 
 JSON is written with sorted keys and rounded floats. Wall-clock figures live apart: the step timings in
@@ -50,6 +52,7 @@ RUN_FILE = "run.json"
 STEPS_FILE = "steps.jsonl"
 STREAMS_FILE = "streams.jsonl"
 PER_STREAM_FILE = "per_stream.jsonl"
+ERROR_SPANS_FILE = "error_spans.jsonl"
 TIMINGS_FILE = "timings.jsonl"
 TIMING_PREFIX = "t_"  # step fields measured in wall-clock time go to TIMINGS_FILE
 STEP_KEYS = ("method", "stream", "step")
@@ -267,7 +270,7 @@ class RunWriter:
                 f"{path} already holds a run ({excerpt(status)}); {hint}, or choose another {option}"
             )
         path.mkdir(parents=True, exist_ok=True)
-        for name in (STEPS_FILE, TIMINGS_FILE, PER_STREAM_FILE):
+        for name in (STEPS_FILE, TIMINGS_FILE, PER_STREAM_FILE, ERROR_SPANS_FILE):
             (path / name).unlink(missing_ok=True)
         write_atomic(path / STREAMS_FILE, "".join(dumps_stream(s) + "\n" for s in streams))
         run["config"]["streams"]["evaluated_sha256"] = sha256_file(path / STREAMS_FILE)
@@ -350,6 +353,68 @@ class RunWriter:
             self.path / PER_STREAM_FILE,
             "".join(json.dumps(dict(r), ensure_ascii=False, sort_keys=True) + "\n" for r in rows),
         )
+
+    def write_error_spans(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """XCOMET's error spans (simul.metrics.scoring.Scored.error_span_rows); a run scored without XCOMET
+        has no such file (one left by an earlier scoring is removed)."""
+        target = self.path / ERROR_SPANS_FILE
+        if not rows:
+            target.unlink(missing_ok=True)
+            return
+        write_atomic(
+            target, "".join(json.dumps(dict(r), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+        )
+
+
+SEVERITIES = ("minor", "major", "critical")
+
+
+def _check_span_line(obj: Any) -> None:
+    """One line of error_spans.jsonl, checked (ValueError naming the field)."""
+    if not isinstance(obj, dict):
+        raise ValueError("expected a JSON object")
+    for key in ("method", "stream", "hypothesis"):
+        if not isinstance(obj.get(key), str):
+            raise ValueError(f"field {key!r} must be text")
+    segment = obj.get("segment")
+    if segment is not None and (not isinstance(segment, int) or isinstance(segment, bool) or segment < 0):
+        raise ValueError("field 'segment' must be a whole number >= 0 or null")
+    if not isinstance(obj.get("truncated"), bool):
+        raise ValueError("field 'truncated' must be true or false")
+    spans = obj.get("spans")
+    if not isinstance(spans, list):
+        raise ValueError("field 'spans' must be a list")
+    length = len(obj["hypothesis"])
+    for span in spans:
+        if not isinstance(span, dict) or span.get("severity") not in SEVERITIES:
+            raise ValueError(f"a span must be an object with a 'severity' of {', '.join(SEVERITIES)}")
+        start, end = span.get("start"), span.get("end")
+        if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+            raise ValueError("a span's 'start' and 'end' must be whole numbers")
+        if not 0 <= start <= end <= length:
+            raise ValueError(
+                f"a span's offsets {start}-{end} are outside its hypothesis ({length} characters)"
+            )
+
+
+def read_error_spans(path: Path) -> list[dict[str, Any]]:
+    """error_spans.jsonl of a run directory (empty when it has none); a damaged line is an error naming it."""
+    target = path / ERROR_SPANS_FILE
+    if not target.exists():
+        return []
+    lines = []
+    with target.open("rb") as handle:
+        for number, raw in binary_lines(handle, target):
+            try:
+                obj = parse_json(raw.decode("utf-8"), allow_constants=False)
+                _check_span_line(obj)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise SimulError(
+                    f"{target}:{number}: unreadable error-span line ({exc}); rescore the run with "
+                    f"`simul score {path} --comet-model MODEL --update` to write it again"
+                ) from None
+            lines.append(obj)
+    return lines
 
 
 def run_status(path: Path) -> str | None:

@@ -21,7 +21,8 @@ from simul.decoding.records import StepRecord, StreamResult
 from simul.machine import clock, openmp
 from simul.machine.cpu_usage import CpuMeter
 from simul.machine.environment import environment, now
-from simul.metrics.comet import CometScorer, load_comet
+from simul.metrics.comet import load_comet
+from simul.metrics.comet_model import CometLike
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, ne_tokenizer_record, resolve_ne_tokenizer
 from simul.request.methods import Method
@@ -244,7 +245,7 @@ def _evaluate(
     return _score_run(request, decoding, ne_tok, comet, comet_reason, on_comet_loading)
 
 
-def _required_comet(request: EvalRequest) -> tuple[CometScorer | None, str | None]:
+def _required_comet(request: EvalRequest) -> tuple[CometLike | None, str | None]:
     """COMET loaded before decoding when the run requires it (so that a missing COMET fails early)."""
     if request.require_comet and request.shard is not None:
         raise SimulError("--require-comet applies to `simul merge`: a shard run leaves COMET to the merge")
@@ -483,7 +484,7 @@ def _score_run(
     request: EvalRequest,
     decoding: _Decoding,
     ne_tok: str,
-    comet: CometScorer | None,
+    comet: CometLike | None,
     comet_reason: str | None,
     on_comet_loading: Callable[[], None] | None,
 ) -> EvalOutcome:
@@ -521,6 +522,7 @@ def _score_run(
     if decoding.writer is not None:
         decoding.writer.run = run
         decoding.writer.write_per_stream(scored.per_stream_rows())
+        decoding.writer.write_error_spans(scored.error_span_rows())
         decoding.writer.save()
     return EvalOutcome(run, scored, True, finished, total, request.out, results=decoding.results)
 

@@ -305,6 +305,7 @@ def merge_shards(
     _attach_scores(run, scored)
     writer.run = run
     writer.write_per_stream(scored.per_stream_rows())
+    writer.write_error_spans(scored.error_span_rows())
     writer.save()
     outcome = EvalOutcome(run, scored, True, len(streams), len(streams), out)
     return MergeOutcome(outcome=outcome, shards=shards)

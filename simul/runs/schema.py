@@ -9,7 +9,8 @@ a ``KeyError`` or ``TypeError`` deep inside a metric:
   numbers or null), ``signatures`` and ``status``.
 * ``steps.jsonl``: one object per line with the fields of a step record, each of its type (counts are
   whole numbers from 0 to 2**53, times finite numbers >= 0).
-* ``per_stream.jsonl``: one object per line with ``method`` and ``stream`` names; ``comet`` a number or null.
+* ``per_stream.jsonl``: one object per line with ``method`` and ``stream`` names; ``comet`` (and
+  ``xcomet``) a number or null.
 """
 
 from __future__ import annotations
@@ -181,9 +182,10 @@ def check_per_stream_row(row: Any) -> None:
     for key in ("method", "stream"):
         if not isinstance(row.get(key), str):
             raise RecordError(f"field {key!r} must be a string")
-    comet = row.get("comet")
-    if comet is not None and not math.isfinite(as_float(comet)):
-        raise RecordError("field 'comet' must be a finite number or null")
+    for name in ("comet", "xcomet", "bleurt"):
+        value = row.get(name)
+        if value is not None and not math.isfinite(as_float(value)):
+            raise RecordError(f"field {name!r} must be a finite number or null")
 
 
 def _object(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:

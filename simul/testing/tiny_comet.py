@@ -83,7 +83,7 @@ def _pieces() -> list[tuple[str, float]]:
     return list(pieces.items())
 
 
-def _save_tokenizer(encoder_dir: Path) -> int:
+def save_tokenizer(encoder_dir: Path) -> int:
     """Write a fast XLM-R tokenizer into ``encoder_dir``; returns the vocabulary size."""
     from tokenizers import (  # type: ignore[import-untyped]
         Tokenizer,
@@ -162,7 +162,7 @@ def _hyper_parameters(encoder_dir: Path) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _quiet_build() -> Iterator[None]:
+def quiet_build() -> Iterator[None]:
     """Hide import-time deprecation warnings (pkg_resources via torchmetrics) and COMET's INFO logging."""
     comet_logger = logging.getLogger("comet")
     level = comet_logger.level
@@ -183,7 +183,7 @@ def build_tiny_comet(directory: Path, seed: int = 0) -> Path:
     ``torch.manual_seed(seed)`` (inside ``torch.random.fork_rng``, so the caller's random state is
     untouched); the same seed gives the same scores.
     """
-    with _quiet_build():
+    with quiet_build():
         return _build(Path(directory), seed)
 
 
@@ -200,7 +200,7 @@ def _build(directory: Path, seed: int) -> Path:
     encoder_dir.mkdir(parents=True, exist_ok=True)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
 
-    vocab_size = _save_tokenizer(encoder_dir)
+    vocab_size = save_tokenizer(encoder_dir)
     _save_encoder_config(encoder_dir, vocab_size)
 
     hparams = _hyper_parameters(encoder_dir)

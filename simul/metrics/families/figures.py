@@ -13,11 +13,13 @@ from simul.decoding.records import StreamResult
 @dataclass
 class Figures:
     """One family's share of a method's report: run.json metrics, counts, and its columns of the per-stream
-    rows (one dict per stream result, in the results' order; empty when the family adds no column)."""
+    rows (one dict per stream result, in the results' order; empty when the family adds no column), and its
+    lines of the run's error-span file (XCOMET's spans per segment: simul.runs.directory.ERROR_SPANS_FILE)."""
 
     metrics: dict[str, float | None] = field(default_factory=dict)
     counts: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ def combine(parts: Sequence[Figures], streams: int) -> Figures:
             raise ValueError(f"a family gave {len(part.rows)} per-stream rows for {streams} streams")
         for row, columns in zip(out.rows, part.rows, strict=False):
             _add(row, columns, "per-stream column")
+        out.spans.extend(part.spans)
     return out
 
 

@@ -7,19 +7,25 @@
   chrF and COMET over the segments (the run's ``bleu``, ``chrf``, ``comet``) and LongYAAL, LongLAAL, LongAL,
   LongDAL, computation-unaware and -aware. The summary goes to the counts (``longform``), and per talk each
   segment's hypothesis, sentence chrF, COMET and latencies (``segments``); the talk itself gets no COMET.
+  With an XCOMET model the figures are ``xcomet`` instead of ``comet``, and each segment's error spans go to
+  the run's error-span lines (simul.metrics.families.quality.xcomet_spans), with the segment's index.
 
 Other runs get None for these metrics, so that every run has the keys."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.comet import CometScorer
+from simul.metrics.bleurt import BleurtScorer
+from simul.metrics.comet_model import CometLike
 from simul.metrics.families.figures import Figures, combine
 from simul.metrics.talk_cost import talk_cost
 from simul.streams.format import Stream
+
+if TYPE_CHECKING:  # the long-form scorer (OmniSTEval's SoftSegmenter) is imported only for runs of talks
+    from simul.metrics.longform.scoring import LongformScores
 
 DEFAULT_RESEGMENT = "softsegmenter"
 RESEGMENTERS = ("softsegmenter", "mwer")
@@ -43,15 +49,16 @@ def longform_figures(
     *,
     talks: bool,
     whole_talks: bool,
-    comet: CometScorer | None = None,
+    comet: CometLike | None = None,
     comet_reason: str | None = None,
     resegment: str = DEFAULT_RESEGMENT,
+    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     """``talks``: some stream is a talk (the talk cost); ``whole_talks``: every stream is (re-segmented
     scoring; ``comet`` and ``comet_reason``: the COMET scorer or why there is none)."""
     cost = _talk_cost(results) if talks else Figures(metrics={"cost_growth": None})
     if whole_talks:
-        scored = _resegmented(results, streams, comet, comet_reason, resegment)
+        scored = _resegmented(results, streams, comet, comet_reason, resegment, bleurt)
     else:
         scored = Figures(metrics=dict.fromkeys(LONGFORM_LATENCIES))
     return combine([cost, scored], len(results))
@@ -69,19 +76,25 @@ def _talk_cost(results: Sequence[StreamResult]) -> Figures:
 def _resegmented(
     results: Sequence[StreamResult],
     streams: Mapping[str, Stream],
-    comet: CometScorer | None,
+    comet: CometLike | None,
     comet_reason: str | None,
     resegment: str,
+    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     from simul.metrics.longform import score_talks, talk_from_records
 
     talks = [talk_from_records(streams[r.stream_id], r.steps) for r in results]
-    scores = score_talks(talks, resegment=resegment, comet=comet, comet_unavailable=comet_reason)
+    scores = score_talks(
+        talks, resegment=resegment, comet=comet, comet_unavailable=comet_reason, bleurt=bleurt
+    )
     metrics: dict[str, float | None] = {
         "bleu": round(scores.bleu, 4),
         "chrf": round(scores.chrf, 4),
-        "comet": None if scores.comet is None else round(scores.comet, 4),
+        "comet": None,
+        scores.comet_kind: None if scores.comet is None else round(scores.comet, 4),
     }
+    if bleurt is not None:
+        metrics["bleurt"] = None if scores.bleurt is None else round(scores.bleurt, 4)
     for name in LONGFORM_LATENCIES:
         value = scores.latency.get(name)
         metrics[name] = None if value is None else round(value, 3)
@@ -91,8 +104,29 @@ def _resegmented(
     by_talk: dict[str, list[dict[str, Any]]] = {}
     for seg in segments:
         by_talk.setdefault(seg.pop("talk"), []).append(seg)
-    return Figures(
-        metrics=metrics,
-        counts={"longform": summary},
-        rows=[{"segments": by_talk.get(r.stream_id, []), "comet": None} for r in results],
-    )
+    rows: list[dict[str, Any]] = [{"segments": by_talk.get(r.stream_id, []), "comet": None} for r in results]
+    counts: dict[str, Any] = {"longform": summary}
+    spans: list[dict[str, Any]] = []
+    if scores.comet_kind == "xcomet":
+        for row in rows:
+            row["xcomet"] = None
+        spans = _segment_spans(scores)
+        counts["xcomet_truncated"] = summary.get("xcomet_truncated", 0)
+        counts["xcomet_max_tokens"] = scores.comet_max_tokens
+    return Figures(metrics=metrics, counts=counts, rows=rows, spans=spans)
+
+
+def _segment_spans(scores: LongformScores) -> list[dict[str, Any]]:
+    """The error-span lines of the re-segmented segments scored by XCOMET (simul.metrics.families.quality's
+    format: stream, segment index, hypothesis, score, spans, truncation, tokens)."""
+    return [
+        {
+            "stream": seg.talk,
+            "segment": seg.index,
+            "hypothesis": seg.hypothesis,
+            "xcomet": None if seg.comet is None else round(seg.comet, 4),
+            **seg.detail.to_json(),
+        }
+        for seg in scores.per_segment
+        if seg.detail is not None
+    ]

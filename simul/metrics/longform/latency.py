@@ -32,13 +32,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from simul.metrics.bands import BANDS
 from simul.metrics.latency import al, dal, laal, yaal
 from simul.metrics.longform.resegment import Resegmentation
 from simul.metrics.longform.talk import LongformTalk
 
 LATENCY_METRICS = ("long_yaal", "long_laal", "long_al", "long_dal")
 # IWSLT 2026 latency regimes of computation-unaware LongYAAL, in ms (speech talks only)
-REGIMES = (("low", 0.0, 2000.0), ("high", 2000.0, 4000.0))
+REGIMES = BANDS  # IWSLT 2026's bands (simul.metrics.bands)
 
 
 def reference_length(reference: str, unit: str) -> int:

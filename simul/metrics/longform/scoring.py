@@ -5,7 +5,8 @@
 2. Quality over the re-segmented segments of every talk, as simul's short-form scoring does
    (``simul.metrics.quality``): corpus BLEU with the target language's sacrebleu tokenizer and corpus chrF,
    against every reference of each segment; per segment sentence chrF; COMET (``simul.metrics.comet``) on
-   (segment source, re-segmented hypothesis, first reference) when a scorer is given and usable.
+   (segment source, re-segmented hypothesis, first reference) when a scorer is given and usable: with an
+   XCOMET model, under ``xcomet``, with each segment's error spans and truncation (``SegmentScore.detail``).
 3. Latency on the same segments (``latency.py``): LongYAAL, LongLAAL (= StreamLAAL), LongAL, LongDAL, each
    computation-unaware (CU, ``delays``) and computation-aware (CA, ``elapsed``), in ms for timed talks and in
    source words for text documents; and IWSLT 2026's regime of CU LongYAAL.
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 
 from simul.common.errors import SimulError
 from simul.common.languages import get_language
+from simul.metrics.comet_model import SegmentDetail
 from simul.metrics.longform.latency import corpus_latency, regime, segment_latencies
 from simul.metrics.longform.resegment import resegment_talks
 from simul.metrics.longform.talk import LongformTalk
@@ -46,6 +48,8 @@ class SegmentScore:
     units: int
     latency: dict[str, float | None]
     comet: float | None = None
+    detail: SegmentDetail | None = None  # XCOMET's spans, truncation and token counts
+    bleurt: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,24 @@ class LongformScores:
     signatures: dict[str, str]
     per_segment: list[SegmentScore] = field(default_factory=list)
     comet_unavailable: str | None = None
+    comet_kind: str = "comet"  # the metric ``comet`` holds: comet, or xcomet for an XCOMET model
+    comet_max_tokens: int | None = None  # XCOMET's token limit
+    bleurt: float | None = None  # simul.metrics.bleurt's system score, when a checkpoint was given
+    bleurt_signature: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        learned: dict[str, Any] = {"comet": None, self.comet_kind: self.comet}
+        if self.comet_kind == "xcomet":
+            learned["xcomet_truncated"] = sum(1 for s in self.per_segment if s.detail and s.detail.truncated)
+        if self.bleurt_signature is not None:
+            learned["bleurt"] = self.bleurt
         return {
             "talks": self.talks,
             "segments": self.segments,
             "empty_segments": self.empty_segments,
             "bleu": self.bleu,
             "chrf": self.chrf,
-            "comet": self.comet,
+            **learned,
             "comet_unavailable": self.comet_unavailable,
             "latency": dict(self.latency),
             "latency_unit": self.latency_unit,
@@ -85,7 +98,9 @@ class LongformScores:
                     "hypothesis": s.hypothesis,
                     "references": list(s.references),
                     "chrf": s.chrf,
-                    "comet": s.comet,
+                    "comet": None,
+                    self.comet_kind: s.comet,
+                    **({"bleurt": s.bleurt} if self.bleurt_signature is not None else {}),
                     "units": s.units,
                     "latency": dict(s.latency),
                 }
@@ -125,6 +140,7 @@ def score_talks(
     *,
     comet_unavailable: str | None = None,
     lang: str | None = None,
+    bleurt: Any = None,
 ) -> LongformScores:
     """Score ``talks`` (one target language; ``tgt`` only checks it) after re-segmenting them with
     ``resegment`` (``softsegmenter`` or ``mwer``). ``comet``: a loaded scorer (``simul.metrics.comet
@@ -147,6 +163,9 @@ def score_talks(
     chrf = corpus_chrf(hyps, refs)
     comet_system: float | None = None
     comet_segments: list[float | None] = [None] * len(hyps)
+    details: list[SegmentDetail | None] = [None] * len(hyps)
+    kind = str(getattr(comet, "kind", "comet"))
+    max_tokens = None
     signatures = {
         "resegmentation": reseg.signature,
         "bleu": bleu.signature,
@@ -160,11 +179,21 @@ def score_talks(
             result = comet.score(sources, hyps, [r[0] for r in refs])
             comet_system = float(result.system)
             comet_segments = [float(x) for x in result.segments]
-            signatures["comet"] = str(result.signature)
+            signatures[kind] = str(result.signature)
+            if getattr(result, "details", None) is not None:
+                details = list(result.details)
+                max_tokens = result.max_tokens
+    bleurt_segments: list[float | None] = [None] * len(hyps)
+    bleurt_system = bleurt_signature = None
+    if bleurt is not None:
+        bleurt_result = bleurt.score([r[0] for r in refs], hyps)
+        bleurt_segments = [float(x) for x in bleurt_result.segments]
+        bleurt_system = float(bleurt_result.system)
+        bleurt_signature = signatures["bleurt"] = str(bleurt_result.signature)
     per_segment = []
     flat_lat = [row for talk_rows in lat_rows for row in talk_rows]
-    for (talk_id, index, count), hyp, ref, row, c in zip(
-        where, hyps, refs, flat_lat, comet_segments, strict=True
+    for (talk_id, index, count), hyp, ref, row, c, detail, bl in zip(
+        where, hyps, refs, flat_lat, comet_segments, details, bleurt_segments, strict=True
     ):
         per_segment.append(
             SegmentScore(
@@ -176,6 +205,8 @@ def score_talks(
                 units=count,
                 latency=dict(vars(row)),
                 comet=c,
+                detail=detail,
+                bleurt=bl,
             )
         )
     latency = corpus_latency(lat_rows)
@@ -192,4 +223,8 @@ def score_talks(
         signatures=signatures,
         per_segment=per_segment,
         comet_unavailable=None if comet_system is not None else comet_unavailable,
+        comet_kind=kind,
+        comet_max_tokens=max_tokens,
+        bleurt=bleurt_system,
+        bleurt_signature=bleurt_signature,
     )

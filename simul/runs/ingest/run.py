@@ -3,6 +3,9 @@
 The run holds one method, ``ext-NAME``. Its step records carry the sources, outputs and displays (and update
 times when the format has them); what the format does not record is listed in ``config.ingest.not_available``
 and every figure that needs it is reported as not available, never as zero.
+
+COMET (or XCOMET) is loaded once the steps are written: a scorer that fails or whose process is killed
+(simul.metrics.xcomet.ScorerKilled) leaves the run ``scoring_failed``, which `simul score` finishes.
 """
 
 from __future__ import annotations
@@ -18,13 +21,21 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine.environment import environment, now
+from simul.metrics.bleurt import load_bleurt
 from simul.metrics.comet import load_comet
 from simul.metrics.scoring import Scored, higher_is_better, score
 from simul.metrics.tokenizers import ne_tokenizer_record, resolve_ne_tokenizer
 from simul.request.method_settings import EXTERNAL
 from simul.request.methods import Method
-from simul.runs.directory import SCHEMA_VERSION, STATUS_COMPLETE, RunWriter
-from simul.runs.evaluation import load_stream_set
+from simul.runs.directory import (
+    RUN_FILE,
+    SCHEMA_VERSION,
+    SCORE_ADVICE,
+    STATUS_COMPLETE,
+    STATUS_SCORING_FAILED,
+    RunWriter,
+)
+from simul.runs.evaluation import error_line, load_stream_set
 from simul.runs.ingest import (
     omnisteval_jsonl,
     simul_outputs,
@@ -53,6 +64,8 @@ class IngestRequest:
     comet_model: str = "Unbabel/wmt22-comet-da"
     comet_batch_size: int = 16
     overwrite: bool = False
+    hardware: str | None = None  # what the system ran on, as its authors say (`simul rank` shows it)
+    bleurt_model: str | None = None  # a local BLEURT checkpoint (simul.metrics.bleurt)
 
 
 @dataclass
@@ -209,7 +222,9 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     method = Method(name=EXTERNAL, system=name)
     tgt = streams[0].tgt
     ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
-    comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+    bleurt, bleurt_reason = load_bleurt(request.bleurt_model, request.comet_batch_size)
+    if bleurt_reason is not None:
+        raise SimulError(f"BLEURT: {bleurt_reason}")
     file_sha = _input_sha256(request.path)
     config: dict[str, Any] = {
         "streams": {
@@ -229,6 +244,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
         "ne_tokenizer": ne_tok,
         "comet_model": request.comet_model,
         "comet_batch_size": request.comet_batch_size,
+        **({"bleurt_model": request.bleurt_model} if bleurt is not None else {}),
         "resolved": {"ne_tokenizer": ne_tokenizer_record(request.ne_tokenizer, ne_tok)},
         "ingest": {
             "format": request.format,
@@ -238,6 +254,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
             "not_available": sorted(outputs.not_available),
             "notes": outputs.notes,
             "streams_without_outputs": len(all_streams) - len(streams),
+            **({"hardware": request.hardware} if request.hardware else {}),
         },
     }
     run: dict[str, Any] = {
@@ -265,15 +282,29 @@ def ingest(request: IngestRequest) -> IngestOutcome:
         run["config"]["streams"]["evaluated_sha256"] = hashlib.sha256(given).hexdigest()
     for result in results[method.key]:
         writer.append(result.stream_id, [result])
-    scored = score(
-        [method],
-        results,
-        {s.id: s for s in streams},
-        ne_tok,
-        comet,
-        comet_reason,
-        frozenset(outputs.not_available),
-    )
+    try:
+        comet, comet_reason = load_comet(request.comet_model, request.comet_batch_size)
+        scored = score(
+            [method],
+            results,
+            {s.id: s for s in streams},
+            ne_tok,
+            comet,
+            comet_reason,
+            frozenset(outputs.not_available),
+            bleurt=bleurt,
+        )
+    except Exception as exc:  # any scorer's failure: the steps are kept and the run says so
+        reason = error_line(exc)
+        run["status"] = STATUS_SCORING_FAILED
+        run["streams_done"] = len(streams)
+        run["scoring_error"] = {"error": type(exc).__name__, "message": reason}
+        writer.run = run
+        writer.save()
+        raise SimulError(
+            f"scoring failed after the outputs were ingested: {reason}. The steps are kept in {request.out} "
+            f"({RUN_FILE} status {STATUS_SCORING_FAILED}); " + SCORE_ADVICE.format(path=request.out)
+        ) from None
     run["status"] = STATUS_COMPLETE
     run["streams_done"] = len(streams)
     run["environment"]["finished"] = now()
@@ -282,6 +313,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     run["methods"] = scored.methods_json()
     writer.run = run
     writer.write_per_stream(scored.per_stream_rows())
+    writer.write_error_spans(scored.error_span_rows())
     writer.save()
     return IngestOutcome(
         run=run, scored=scored, streams=len(streams), left_out=len(all_streams) - len(streams)

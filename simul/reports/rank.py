@@ -1,0 +1,383 @@
+"""`simul rank`: systems ranked as the IWSLT 2026 simultaneous track ranks them.
+
+The track (its page, as changed on 2026-03-25) ranks systems by XCOMET-XL within latency bands, a system's
+band coming from its computation-unaware LongYAAL on the dev set (Low up to 2 s, High up to 4 s:
+simul.metrics.bands), and reports StreamLAAL and computation-aware latency beside it, the latter with the
+hardware it was measured on. simul ranks every method of every run given, simul's own and ingested systems
+(``simul ingest``) alike:
+
+1. *Groups.* Systems are ranked against each other only when their figures were computed on the same streams
+   and references (run.json's ``config.streams.evaluated_sha256``, what `simul diff` compares), which also
+   fixes the language pair and whether they are talks (long-form) or sentences. Each group is one table.
+2. *Bands.* Each system's band from LongYAAL (sentence-level runs: YAAL); systems without one (untimed text
+   streams) are listed apart.
+3. *Metric.* ``auto`` (the default) takes XCOMET where every system of the group has it from the same model
+   (the same signature parameters), else COMET likewise, else chrF; or the metric asked for. A system that
+   lacks it is listed as unranked, with the reason.
+4. *Ranking.* Within a band, by the metric, best first.
+5. *Neighbours.* Each pair of neighbours in a band gets sacrebleu's paired bootstrap
+   (simul.reports.paired_bs): corpus chrF and BLEU recomputed from sacrebleu's statistics of the resampled
+   segments, COMET and XCOMET the mean of the resampled segment scores; each system's mean ± 95 % interval,
+   the interval of the difference and p. Segments are the re-segmented reference segments for talks and the
+   streams for sentences.
+
+Beside each system: StreamLAAL (long-form ``long_laal``; sentence-level: LAAL), computation-aware LongYAAL
+(``ca_long_yaal``; sentence-level ``yaal_ca``) and the hardware: the devices a simul run decoded on, or what
+``simul ingest --hardware`` recorded for another system's logs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simul.common.errors import SimulError, UsageError
+from simul.common.limits import binary_lines, parse_json
+from simul.common.safe_text import excerpt
+from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
+from simul.metrics.signatures import Signature
+from simul.reports.paired_bs import (
+    SEED,
+    PairedBootstrap,
+    ResampleScorer,
+    corpus_resampler,
+    mean_resampler,
+    paired_bootstrap,
+)
+from simul.runs.directory import PER_STREAM_FILE, STATUS_COMPLETE, load_run, load_run_json, refuse_if_written
+
+METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
+LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
+SEGMENT_MEANS = ("xcomet", "comet", "bleurt")  # system score = mean of segment scores
+BAND_ORDER = ("low", "high", "over", None)
+
+
+@dataclass
+class Segments:
+    """A system's scored segments, by key (talk and segment index, or stream id), in the run's order."""
+
+    keys: list[tuple[str, int]]
+    hypotheses: list[str]
+    references: list[tuple[str, ...]]
+    learned: dict[str, list[float | None]]  # comet / xcomet per segment
+
+
+@dataclass
+class System:
+    run: Path
+    key: str  # method key
+    name: str
+    pair: str
+    form: str  # talks or sentences
+    streams_sha: str
+    tgt: str
+    metrics: dict[str, Any]
+    signatures: dict[str, Any]
+    band: MethodBand
+    stream_laal: float | None
+    ca_yaal: float | None
+    latency_unit: str
+    hardware: str
+    segments: Segments | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "run": str(self.run),
+            "method": self.key,
+            "band": self.band.to_json(),
+            "metrics": {k: self.metrics.get(k) for k in ("xcomet", "comet", "chrf", "bleu", "bleurt")},
+            "stream_laal": self.stream_laal,
+            "ca_long_yaal": self.ca_yaal,
+            "latency_unit": self.latency_unit,
+            "hardware": self.hardware,
+        }
+
+
+@dataclass
+class Ranked:
+    band: str | None
+    systems: list[System]
+    neighbours: list[PairedBootstrap | None] = field(default_factory=list)
+
+    def to_json(self, metric: str) -> dict[str, Any]:
+        return {
+            "band": self.band,
+            "title": BAND_TITLES[self.band],
+            "systems": [
+                {"rank": i + 1, "score": s.metrics.get(metric), **s.to_json()}
+                for i, s in enumerate(self.systems)
+            ],
+            "neighbours": [
+                {
+                    "better": a.name,
+                    "worse": b.name,
+                    **(n.to_json() if n is not None else {"bootstrap": None}),
+                }
+                for (a, b), n in zip(itertools.pairwise(self.systems), self.neighbours, strict=True)
+            ],
+        }
+
+
+@dataclass
+class Group:
+    pair: str
+    form: str
+    streams_sha: str
+    metric: str
+    metric_why: str
+    signature: str | None
+    bands: list[Ranked]
+    unranked: list[tuple[System, str]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pair": self.pair,
+            "form": self.form,
+            "streams_sha256": self.streams_sha,
+            "metric": self.metric,
+            "metric_why": self.metric_why,
+            "signature": self.signature,
+            "bands": [b.to_json(self.metric) for b in self.bands],
+            "unranked": [{**s.to_json(), "why": why} for s, why in self.unranked],
+        }
+
+
+@dataclass
+class Ranking:
+    groups: list[Group]
+    samples: int
+    seed: int = SEED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bootstrap": {
+                "samples": self.samples,
+                "seed": self.seed,
+                "test": "sacrebleu paired bootstrap (chrF, BLEU) / resampled segments (COMET, XCOMET)",
+            },
+            "groups": [g.to_json() for g in self.groups],
+        }
+
+
+def hardware_of(run: Mapping[str, Any]) -> str:
+    """What a run's figures were measured on: an ingested system's ``--hardware`` (or that it was not given),
+    or the devices a simul run decoded on (GPUs when layers were offloaded, else the CPU and threads)."""
+    config = run.get("config", {})
+    ingest = config.get("ingest")
+    if isinstance(ingest, dict):
+        given = ingest.get("hardware")
+        return str(given) if given else "not given (simul ingest --hardware)"
+    env = run.get("environment", {})
+    hardware = env.get("hardware") if isinstance(env.get("hardware"), dict) else {}
+    devices = [d for d in hardware.get("devices") or [] if isinstance(d, dict)]
+    gpus = [str(d.get("description") or d.get("name")) for d in devices if d.get("type") not in (None, "CPU")]
+    if gpus and hardware.get("offloaded_layers"):
+        return ", ".join(gpus)
+    cpu = env.get("cpu") or next((d.get("description") for d in devices if d.get("type") == "CPU"), None)
+    threads = config.get("threads")
+    plural = "" if threads == 1 else "s"
+    return f"{cpu or 'CPU'}" + (f", {threads} thread{plural}" if threads else "")
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _per_stream(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    path = run_dir / PER_STREAM_FILE
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    if not path.exists():
+        return rows
+    with path.open("rb") as handle:
+        for number, raw in binary_lines(handle, path):
+            try:
+                row = parse_json(raw.decode("utf-8"), allow_constants=True)
+                if not isinstance(row, dict) or not isinstance(row.get("method"), str):
+                    raise ValueError("expected an object with a 'method'")
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise SimulError(f"{path}:{number}: unreadable row ({exc})") from None
+            rows[(row["method"], str(row.get("stream")))] = row
+    return rows
+
+
+def systems_of(run_dir: Path) -> list[System]:
+    """Every scored method of a complete run as a system to rank."""
+    if run_dir.is_dir():
+        refuse_if_written(run_dir)
+    run = load_run_json(run_dir)
+    if run.get("status") != STATUS_COMPLETE or "methods" not in run:
+        raise SimulError(
+            f"{run_dir} is not a complete, scored run (status: {excerpt(str(run.get('status')))}); finish it "
+            f"first (`simul score {run_dir}` finishes a run whose scoring failed)"
+        )
+    config = run["config"]
+    streams = config["streams"]
+    sha = streams.get("evaluated_sha256") or streams.get("sha256") or "?"
+    ingest = config.get("ingest")
+    out = []
+    for method in run["methods"]:
+        counts = method.get("counts") or {}
+        metrics = method.get("metrics") or {}
+        longform = isinstance(counts.get("longform"), dict)
+        label = str(method.get("label", method["key"]))
+        name = label if isinstance(ingest, dict) else f"{run_dir.name}/{label}"
+        out.append(
+            System(
+                run=run_dir,
+                key=str(method["key"]),
+                name=name,
+                pair=f"{streams.get('src')}-{streams.get('tgt')}",
+                form="talks" if longform else "sentences",
+                streams_sha=str(sha),
+                tgt=str(streams.get("tgt")),
+                metrics=metrics,
+                signatures=run.get("signatures") or {},
+                band=method_band(method),
+                stream_laal=_float(metrics.get("long_laal" if longform else "latency")),
+                ca_yaal=_float(metrics.get("ca_long_yaal" if longform else "yaal_ca")),
+                latency_unit=str(
+                    (counts.get("longform") or {}).get("latency_unit")
+                    if longform
+                    else counts.get("latency_unit", "?")
+                ),
+                hardware=hardware_of(run),
+            )
+        )
+    return out
+
+
+def _segments(system: System, cache: dict[Path, Any]) -> Segments:
+    """The segments a system was scored on: re-segmented reference segments (talks, from per_stream.jsonl)
+    or streams (sentences: final outputs from steps.jsonl, COMET from per_stream.jsonl)."""
+    if system.run not in cache:
+        cache[system.run] = (_per_stream(system.run), None)
+    rows, loaded = cache[system.run]
+    keys: list[tuple[str, int]] = []
+    hyps: list[str] = []
+    refs: list[tuple[str, ...]] = []
+    learned: dict[str, list[float | None]] = {name: [] for name in SEGMENT_MEANS}
+    if system.form == "talks":
+        talk_rows = [row for (m, _), row in rows.items() if m == system.key]
+        for row in talk_rows:
+            for seg in row.get("segments") or []:
+                keys.append((str(row["stream"]), int(seg["index"])))
+                hyps.append(str(seg["hypothesis"]))
+                refs.append(tuple(str(r) for r in seg["references"]))
+                for name in SEGMENT_MEANS:
+                    learned[name].append(_float(seg.get(name)))
+        return Segments(keys, hyps, refs, learned)
+    if loaded is None:
+        loaded = load_run(system.run)
+        cache[system.run] = (rows, loaded)
+    for result in loaded.results[system.key]:
+        stream = loaded.streams[result.stream_id]
+        if not stream.references:
+            continue
+        keys.append((result.stream_id, 0))
+        hyps.append(result.final_output)
+        refs.append(tuple(stream.references))
+        row = rows.get((system.key, result.stream_id), {})
+        for name in SEGMENT_MEANS:
+            learned[name].append(_float(row.get(name)))
+    return Segments(keys, hyps, refs, learned)
+
+
+def signature_of(system: System, name: str) -> str | None:
+    """The signature of a system's figure: a run of talks keeps its re-segmented scores' signatures as
+    ``longform_NAME`` (simul.metrics.scoring), a sentence-level run as ``NAME``."""
+    key = f"longform_{name}" if system.form == "talks" else name
+    value = system.signatures.get(key)
+    return str(value) if value else None
+
+
+def _choose_metric(systems: Sequence[System], asked: str) -> tuple[str, str, str | None]:
+    """The metric to rank a group by, why, and its signature."""
+
+    def common(name: str) -> str | None:
+        texts = [signature_of(s, name) for s in systems]
+        if any(t is None for t in texts) or any(s.metrics.get(name) is None for s in systems):
+            return None
+        if len({Signature.parse(str(t)).parameter_text for t in texts}) != 1:
+            return None
+        return texts[0]
+
+    if asked != "auto":
+        return asked, f"--metric {asked}", common(asked) or signature_of(systems[0], asked)
+    for name in LEARNED:
+        sig = common(name)
+        if sig is not None:
+            return name, f"every system has {name.upper()} from the same model", sig
+    sig = common("chrf")
+    why = "no learned metric from one model for every system (XCOMET, else COMET): chrF"
+    return "chrf", why, sig
+
+
+def _bootstrap(
+    a: System, b: System, metric: str, samples: int, cache: dict[Path, Any]
+) -> PairedBootstrap | None:
+    if samples <= 0:
+        return None
+    for system in (a, b):
+        if system.segments is None:
+            system.segments = _segments(system, cache)
+    sa, sb = a.segments, b.segments
+    assert sa is not None and sb is not None
+    if sa.keys != sb.keys or not sa.keys:
+        return None
+    score_a: ResampleScorer
+    score_b: ResampleScorer
+    if metric in SEGMENT_MEANS:
+        va, vb = sa.learned[metric], sb.learned[metric]
+        if any(v is None for v in va + vb):
+            return None
+        fa = [float(v) for v in va if v is not None]
+        fb = [float(v) for v in vb if v is not None]
+        score_a, score_b = mean_resampler(fa), mean_resampler(fb)
+        observed = (sum(fa) / len(fa), sum(fb) / len(fb))
+    else:
+        score_a, whole_a = corpus_resampler(metric, sa.hypotheses, sa.references, a.tgt)
+        score_b, whole_b = corpus_resampler(metric, sb.hypotheses, sb.references, b.tgt)
+        observed = (whole_a, whole_b)
+    return paired_bootstrap(len(sa.keys), score_a, score_b, observed, samples)
+
+
+def rank(run_dirs: Sequence[Path], metric: str = "auto", samples: int = 1000) -> Ranking:
+    """Rank every method of ``run_dirs`` (the module's docstring)."""
+    if metric not in METRIC_CHOICES:
+        raise UsageError(f"--metric {excerpt(metric)}: choose one of {', '.join(METRIC_CHOICES)}")
+    if not run_dirs:
+        raise UsageError("give at least one run directory")
+    seen: dict[Path, None] = {}
+    for path in run_dirs:
+        resolved = path.resolve()
+        if resolved in seen:
+            raise UsageError(f"{path} is given twice")
+        seen[resolved] = None
+    systems = [s for path in run_dirs for s in systems_of(path)]
+    by_group: dict[str, list[System]] = {}
+    for system in systems:
+        by_group.setdefault(system.streams_sha, []).append(system)
+    cache: dict[Path, Any] = {}
+    groups = []
+    for sha, members in by_group.items():
+        name, why, sig = _choose_metric(members, metric)
+        unranked = [(s, f"no {name} figure") for s in members if s.metrics.get(name) is None]
+        rankable = [s for s in members if s.metrics.get(name) is not None]
+        bands = []
+        for band in BAND_ORDER:
+            inside = [s for s in rankable if s.band.band == band]
+            if not inside:
+                continue
+            inside.sort(key=lambda s: (-float(s.metrics[name]), s.name))
+            ranked = Ranked(band, inside)
+            ranked.neighbours = [
+                _bootstrap(x, y, name, samples, cache) for x, y in itertools.pairwise(inside)
+            ]
+            bands.append(ranked)
+        groups.append(Group(members[0].pair, members[0].form, sha, name, why, sig, bands, unranked))
+    groups.sort(key=lambda g: (g.pair, g.form))
+    return Ranking(groups, samples)
