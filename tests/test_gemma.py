@@ -84,16 +84,20 @@ def test_translates_and_ssbd_behaves(gemma_backend: LlamaBackend, sample: list[S
         for record in result.steps:
             assert record.accepted == record.draft_tokens
 
-    lossless = run(gemma_backend, Method("ssbd", beta=0.0), sample)
-    pairs = [
-        (a.output_ids, b.output_ids)
-        for x, y in zip(rt, lossless, strict=True)
-        for a, b in zip(x.steps, y.steps, strict=True)
-    ]
-    agreement = sum(a == b for a, b in pairs) / len(pairs)
-    # Batched and one-token logits differ slightly in llama.cpp, so near-ties can flip: report, bound loosely.
-    print(f"gemma-3-270m SSBD(beta=0) vs RT: {agreement:.1%} of {len(pairs)} steps identical")
-    assert agreement >= 0.5
+
+def test_ssbd_at_beta_0_gives_rts_outputs_in_exact_mode(gemma_model: Path, sample: list[Stream]) -> None:
+    """At beta 0 SSBD keeps only tokens that are the argmax of their rows; in exact mode a row's logits do not
+    depend on the width of its pass, so every step's output is RT's, token for token (in fast mode: 67-74 % of
+    steps, issue 40)."""
+    backend = LlamaBackend(gemma_model, n_ctx=2048, n_threads=2, exact=True)
+    try:
+        rt = run(backend, Method("rt"), sample)
+        lossless = run(backend, Method("ssbd", beta=0.0), sample)
+    finally:
+        backend.close()
+    ids = [[s.output_ids for s in r.steps] for r in rt]
+    assert [[s.output_ids for s in r.steps] for r in lossless] == ids
+    assert sum(s.accepted for r in lossless for s in r.steps) > 0
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.2])
