@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: simul's default mode where exactness can be had. Issue 40 made exact the default if its RT and SSBD run within
-#: 5 % of the fast mode's tokens per second: on 100 FLORES streams side by side (2-core AMD EPYC, gemma-3-270m)
-#: exact RT ran at 0.999 and exact SSBD 0.2 at 0.976 of fast mode's TPS (docs/results.md, "Exact mode")
+#: simul's default mode where exactness can be had. Issue 40 made exact the default if its RT and SSBD run
+#: within 5 % of the fast mode's tokens per second: on 100 FLORES streams side by side (2-core AMD EPYC,
+#: gemma-3-270m) exact RT ran at 0.999 and exact SSBD 0.2 at 0.976 of fast mode's TPS (docs/results.md)
 DEFAULT_EXACT = True
 #: the patch version the library reports (ggml_cpu_exact_patch) that this simul knows how to drive
 PATCH = "simul-exact/2"
