@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from simul.machine.environment import cpu_isa
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
 
@@ -19,6 +20,13 @@ SENTENCES = [
     ("Hello world, this is a test of the system.", "Hallo Welt, das ist ein Test des Systems."),
     ("The weather is good today and the sun is shining.", "Das Wetter ist heute gut und die Sonne scheint."),
 ]
+
+
+def isa_flag_this_cpu_lacks() -> str:
+    """An instruction-set family simul records that this machine's CPU does not report, for tests that give a
+    run "another CPU": a fixed flag such as amx_int8 is this very machine's on a Sapphire Rapids Xeon."""
+    own = set(cpu_isa() or [])
+    return next(f for f in ("amx_int8", "avx512_fp16", "sve2", "sme") if f not in own)
 
 
 def lag_stream(stream_id: str, source: str, reference: str | None, lag: int = 3, tgt: str = "de") -> Stream:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from simul.cli import app
 from simul.machine.environment import PACKAGES, environment
 from simul.metrics.signatures import Signature, compare_signatures
+from tests.helpers import isa_flag_this_cpu_lacks
 
 runner = CliRunner()
 BASELINE = Path(__file__).resolve().parent.parent / ".ci" / "baseline-tiny"
@@ -213,16 +214,18 @@ def test_a_metric_the_new_run_lacks_is_refused_unless_allowed(new_run: Path, tmp
 
 
 def test_other_cpu_instruction_sets_are_noted_never_refused(new_run: Path, tmp_path: Path) -> None:
+    flag = isa_flag_this_cpu_lacks()
+
     def other_cpu(run: dict[str, Any]) -> None:
         as_new(run)
-        run["environment"]["cpu_isa"] = ["avx", "avx2", "fma", "amx_int8"]
+        run["environment"]["cpu_isa"] = ["avx", "avx2", "fma", flag]
 
     other = copy_run(tmp_path / "other", other_cpu)
     code, out, err = diff(new_run, other, "--json", "--strict-versions", "--allow-missing", "comet")
     assert code == 0, err
     doc = json.loads(out)
     change = next(c for c in doc["provenance"] if c["what"] == "CPU instruction sets")
-    assert change["new"] == "+amx_int8" and not change["strict"]
+    assert change["new"] == f"+{flag}" and not change["strict"]
     assert any(n.startswith("decoded on CPUs with other instruction sets") for n in doc["notes"])
 
 

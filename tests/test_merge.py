@@ -16,7 +16,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.metrics.registry import METRICS
 from simul.runs.shard import Shard, parse_shard, plan, select, shard_of
 from simul.streams.format import write_streams
-from tests.helpers import SENTENCES, eval_args, lag_stream
+from tests.helpers import SENTENCES, eval_args, isa_flag_this_cpu_lacks, lag_stream
 
 runner = CliRunner()
 QUALITY = [name for name, info in METRICS.items() if not info.timing]
@@ -253,12 +253,13 @@ def test_merge_refuses_shards_that_do_not_belong_together(runs: dict[str, Path],
     merged = runner.invoke(app, ["merge", str(tmp_path / "merged"), str(s1), str(s2), str(exact_threads)])
     assert merged.exit_code == 0, merged.output
     own_isa = json.loads((s3 / "run.json").read_text())["environment"]["cpu_isa"]
+    flag = isa_flag_this_cpu_lacks()
     assert isinstance(own_isa, list)  # recorded by this simul
     other_isa = edited_copy(
-        s3, tmp_path / "isa", lambda run: run["environment"].__setitem__("cpu_isa", [*own_isa, "amx_int8"])
+        s3, tmp_path / "isa", lambda run: run["environment"].__setitem__("cpu_isa", [*own_isa, flag])
     )
     text = refusal(out, s1, s2, other_isa)
-    assert "different environment.cpu_isa: none of those in" in text and "+amx_int8 in" in text
+    assert "different environment.cpu_isa: none of those in" in text and f"+{flag} in" in text
     # a shard written before simul recorded the instruction sets is not refused for it
     unrecorded = edited_copy(s3, tmp_path / "unrecorded", lambda run: run["environment"].pop("cpu_isa"))
     assert (
