@@ -218,7 +218,23 @@ def test_diff_notes_a_different_wait_policy() -> None:
     assert "no OpenMP" in (wait_policy_difference(a, run("passive", None, [])) or "")
 
 
-def test_bench_prints_c_min_and_the_bound(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("slower", [1, 1000], ids=["as-measured", "speedup-collapsed"])
+def test_bench_prints_c_min_and_the_bound(
+    tiny_model: Path, streams_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slower: int
+) -> None:
+    """``slower``: every speedup divided by it, as when a busy machine stalls SSBD far more than RT. With a
+    relative tolerance alone the second case fails (of_bound 0.001 against 0.000577): of_bound is rounded to
+    3 decimals. The likely cause of this test's two failures beside 8 runnable threads (issue 39)."""
+    if slower != 1:
+        import simul.metrics.families.speed as family
+
+        measured = family.speedup
+
+        def collapsed(tps: float, rt_tps: float) -> float | None:
+            value = measured(tps, rt_tps)
+            return None if value is None else value / slower
+
+        monkeypatch.setattr(family, "speedup", collapsed)
     streams = streams_file
     out = tmp_path / "bench"
     result = runner.invoke(
@@ -250,7 +266,8 @@ def test_bench_prints_c_min_and_the_bound(tiny_model: Path, streams_file: Path, 
         assert ssbd["c_run"] > 0 and ssbd["bound"] > 0
         expected_run = modelled_speedup(m["ad"] / 100, m["ao"] / 100, ssbd["c_run"])
         assert ssbd["bound"] == pytest.approx(expected_run, rel=1e-2)
-        assert ssbd["of_bound"] == pytest.approx(m["speedup"] / ssbd["bound"], rel=1e-2)
+        # of_bound is rounded to 3 decimals (simul.reports.bench): within half a unit of the last one
+        assert ssbd["of_bound"] == pytest.approx(m["speedup"] / ssbd["bound"], rel=1e-2, abs=5e-4)
     assert [n for n, _ in costs["widths"]] == list(range(2, 33))
     assert "c_min" in result.stderr and "Bound" in result.stderr
     run = json.loads((out / "run.json").read_text())
