@@ -109,3 +109,18 @@ def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("streams") / "streams.jsonl"
     write_streams(path, make_streams())
     return path
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how this process's llama.cpp threads wait at OpenMP barriers (simul.machine.openmp): chosen once,
+    when the first test loads a model (sampling the CPU or not), it is what the in-process decoding tests'
+    time depends on most on a busy machine (issue 39)."""
+    from simul.machine import openmp
+
+    if openmp.wait_policy_chosen():
+        chosen = openmp.record()
+        reason = f" ({chosen['reason']})" if chosen["reason"] else ""
+        terminalreporter.write_line(
+            f"llama.cpp's OpenMP wait policy in the test process: {chosen['wait_policy']}, "
+            f"GOMP_SPINCOUNT {chosen['gomp_spincount']}, set by {chosen['set_by']}{reason}"
+        )
