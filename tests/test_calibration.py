@@ -223,18 +223,16 @@ def test_bench_prints_c_min_and_the_bound(
     tiny_model: Path, streams_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slower: int
 ) -> None:
     """``slower``: every speedup divided by it, as when a busy machine stalls SSBD far more than RT. With a
-    relative tolerance alone the second case fails (of_bound 0.001 against 0.000577): of_bound is rounded to
-    3 decimals. The likely cause of this test's two failures beside 8 runnable threads (issue 39)."""
+    relative tolerance alone the second case fails (e.g. of_bound 0.001 against 0.00058): of_bound is rounded
+    to 3 decimals. The likely cause of this test's two failures beside 8 runnable threads (issue 39)."""
     if slower != 1:
-        import simul.metrics.families.speed as family
-
-        measured = family.speedup
+        from simul.metrics.speed import speedup as measured
 
         def collapsed(tps: float, rt_tps: float) -> float | None:
             value = measured(tps, rt_tps)
             return None if value is None else value / slower
 
-        monkeypatch.setattr(family, "speedup", collapsed)
+        monkeypatch.setattr("simul.metrics.families.speed.speedup", collapsed)
     streams = streams_file
     out = tmp_path / "bench"
     result = runner.invoke(
