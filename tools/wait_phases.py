@@ -2,8 +2,8 @@
 """Phases in which llama.cpp's threads run many times slower next to busy processes (issue 39's finding).
 
 Decodes the same tiny-model work over and over (20 times: a prompt pass and 30 one-token passes) for
---seconds, and records for each iteration its wall time and what the kernel says about this process's
-threads (/proc/self/task/*/schedstat: CPU time run, time waited in the run queue, times scheduled); prints a
+--seconds, and records for each iteration its wall time, the CPU time of this process's threads and the time
+they waited in the run queue (simul.machine.cpu_usage, the meter behind run.json's CPU figures); prints a
 summary: the median, and the share of the time spent in iterations slower than 3x the median. Run it beside
 the load under study, e.g. two ``python3 -c 'while 1: pass'``; one process per setting (OpenMP reads its wait
 policy once):
@@ -20,7 +20,6 @@ such phases, the bounded spin none in one run and the whole run in the next (2.2
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import statistics
 import sys
@@ -33,19 +32,8 @@ sys.path.insert(0, str(REPO))
 
 from simul.decoding.backend import LlamaBackend  # noqa: E402
 from simul.machine import openmp  # noqa: E402
+from simul.machine.cpu_usage import CpuMeter, Usage  # noqa: E402
 from simul.testing.tiny_gguf import build_tiny_gguf  # noqa: E402
-
-
-def schedstat() -> tuple[float, float, int]:
-    """Seconds run, seconds waited on a run queue, and times scheduled, summed over this process's threads."""
-    run = wait = slices = 0
-    for path in glob.glob("/proc/self/task/*/schedstat"):
-        try:
-            fields = [int(x) for x in Path(path).read_text().split()]
-        except (OSError, ValueError):  # a thread that ended meanwhile
-            continue
-        run, wait, slices = run + fields[0], wait + fields[1], slices + fields[2]
-    return run / 1e9, wait / 1e9, slices
 
 
 def main() -> int:
@@ -57,31 +45,29 @@ def main() -> int:
     parser.add_argument("--policy", choices=("passive", "spin"), default="passive")
     parser.add_argument("--json", type=Path, default=None, help="also write every iteration here")
     args = parser.parse_args()
+    if args.seconds <= 0 or args.threads < 1:
+        parser.error("--seconds must be above 0 and --threads 1 or more")
     # simul's own choice for a machine with cores taken (passive) or idle (the bounded spin)
     openmp.choose_wait_policy(2 if args.policy == "passive" else 0)
     with tempfile.TemporaryDirectory() as tmp:
         model = build_tiny_gguf(Path(tmp) / "ties.gguf", seed=0, design="random")
-        backend = LlamaBackend(model, n_ctx=2048, n_threads=args.threads, exact=True)
-        prompt = backend.tokenize("hello world this is a test of the tiny model", add_special=True)
-        rows = []
-        end = time.time() + args.seconds
-        while time.time() < end:
-            run0, wait0, slices0 = schedstat()
-            start = time.perf_counter()
-            for _ in range(20):
-                backend.reset()
-                backend.eval(prompt, logits_from=len(prompt) - 1)
-                for token in prompt[:30]:
-                    backend.eval([token], logits_from=0)
-            wall = time.perf_counter() - start
-            run1, wait1, slices1 = schedstat()
-            rows.append(
-                {"wall": wall, "run": run1 - run0, "wait": wait1 - wait0, "scheduled": slices1 - slices0}
-            )
-        backend.close()
-    walls = [r["wall"] for r in rows]
+        meter = CpuMeter(args.threads)
+        rows: list[Usage] = []  # one per iteration
+        with LlamaBackend(model, n_ctx=2048, n_threads=args.threads, exact=True) as backend:
+            prompt = backend.tokenize("hello world this is a test of the tiny model", add_special=True)
+            end = time.monotonic() + args.seconds
+            while time.monotonic() < end:
+                start, usage = meter.snapshot(), Usage()
+                for _ in range(20):
+                    backend.reset()
+                    backend.eval(prompt, logits_from=len(prompt) - 1)
+                    for token in prompt[:30]:
+                        backend.eval([token], logits_from=0)
+                usage.add(start, meter.snapshot())
+                rows.append(usage)
+    walls = [r.wall for r in rows]
     median = statistics.median(walls)
-    slow = [r for r in rows if r["wall"] > 3 * median]
+    slow = [r for r in rows if r.wall > 3 * median]
     summary = {
         "threads": args.threads,
         "openmp": openmp.record()["wait_policy"],
@@ -89,14 +75,15 @@ def main() -> int:
         "median_s": round(median, 4),
         "mean_s": round(statistics.mean(walls), 4),
         "slow_iterations": len(slow),
-        "slow_share_of_time": round(sum(r["wall"] for r in slow) / sum(walls), 3),
-        "cpu_per_iteration_s": round(statistics.mean(r["run"] for r in rows), 4),
-        "cpu_per_slow_iteration_s": round(statistics.mean(r["run"] for r in slow), 4) if slow else None,
+        "slow_share_of_time": round(sum(r.wall for r in slow) / sum(walls), 3),
+        "cpu_per_iteration_s": round(statistics.mean(r.cpu for r in rows), 4),
+        "cpu_per_slow_iteration_s": round(statistics.mean(r.cpu for r in slow), 4) if slow else None,
         "load1": round(float(Path("/proc/loadavg").read_text().split()[0]), 2),
     }
     print(json.dumps(summary))
     if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "iterations": rows}, indent=1) + "\n")
+        iterations = [{"wall": r.wall, "cpu": r.cpu, "runqueue": r.runqueue} for r in rows]
+        args.json.write_text(json.dumps({"summary": summary, "iterations": iterations}, indent=1) + "\n")
     return 0
 
 
