@@ -116,11 +116,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     when the first test loads a model (sampling the CPU or not), it is what the in-process decoding tests'
     time depends on most on a busy machine (issue 39)."""
     from simul.machine import openmp
+    from simul.reports.run_conditions import wait_policy_summary
 
     if openmp.wait_policy_chosen():
         chosen = openmp.record()
-        reason = f" ({chosen['reason']})" if chosen["reason"] else ""
+        policy = wait_policy_summary({"environment": {"openmp": chosen}})  # as `simul diff` words it
+        reason = f": {chosen['reason']}" if chosen["reason"] else ""
         terminalreporter.write_line(
-            f"llama.cpp's OpenMP wait policy in the test process: {chosen['wait_policy']}, "
-            f"GOMP_SPINCOUNT {chosen['gomp_spincount']}, set by {chosen['set_by']}{reason}"
+            f"llama.cpp's OpenMP wait policy in the test process: {policy}, set by {chosen['set_by']}{reason}"
         )
