@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError, UsageError
-from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, method_band
 from simul.metrics.compute import MISSING_FIELDS
@@ -47,14 +46,13 @@ from simul.reports.run_conditions import (
 from simul.reports.significance import DiffBootstrap, corpus_scores, diff_bootstrap, segment_mean_scores
 from simul.reports.timing_notes import TimingNotes
 from simul.runs.directory import (
-    PER_STREAM_FILE,
     STATUS_COMPLETE,
     LoadedRun,
     load_run,
     load_run_json,
+    read_per_stream,
     refuse_if_written,
 )
-from simul.runs.schema import check_per_stream_row
 from simul.streams.references import describe_references
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
@@ -84,18 +82,7 @@ def load_side(path: Path) -> Side:
     loaded = None
     if (directory / "steps.jsonl").exists() and (directory / "streams.jsonl").exists():
         loaded = load_run(directory)
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    per_stream_path = directory / PER_STREAM_FILE
-    if per_stream_path.exists():
-        with per_stream_path.open("rb") as handle:
-            for number, raw in binary_lines(handle, per_stream_path):
-                try:
-                    row = parse_json(raw.decode("utf-8"), allow_constants=True)
-                    check_per_stream_row(row)
-                except ValueError as exc:
-                    raise SimulError(f"{per_stream_path}:{number}: unreadable row ({exc})") from None
-                rows[(row["method"], row["stream"])] = row
-    return Side(path=path, run=run, loaded=loaded, per_stream=rows)
+    return Side(path=path, run=run, loaded=loaded, per_stream=read_per_stream(directory))
 
 
 def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError, UsageError
-from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
 from simul.metrics.signatures import Signature
@@ -47,7 +46,7 @@ from simul.reports.significance import (
     rank_bootstrap,
     segment_mean_scores,
 )
-from simul.runs.directory import PER_STREAM_FILE, STATUS_COMPLETE, load_run, load_run_json, refuse_if_written
+from simul.runs.directory import STATUS_COMPLETE, load_run, load_run_json, read_per_stream, refuse_if_written
 
 METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
 LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
@@ -187,23 +186,6 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _per_stream(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    path = run_dir / PER_STREAM_FILE
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    if not path.exists():
-        return rows
-    with path.open("rb") as handle:
-        for number, raw in binary_lines(handle, path):
-            try:
-                row = parse_json(raw.decode("utf-8"), allow_constants=True)
-                if not isinstance(row, dict) or not isinstance(row.get("method"), str):
-                    raise ValueError("expected an object with a 'method'")
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise SimulError(f"{path}:{number}: unreadable row ({exc})") from None
-            rows[(row["method"], str(row.get("stream")))] = row
-    return rows
-
-
 def systems_of(run_dir: Path) -> list[System]:
     """Every scored method of a complete run as a system to rank."""
     if run_dir.is_dir():
@@ -254,7 +236,7 @@ def _segments(system: System, cache: dict[Path, Any]) -> Segments:
     """The segments a system was scored on: re-segmented reference segments (talks, from per_stream.jsonl)
     or streams (sentences: final outputs from steps.jsonl, COMET from per_stream.jsonl)."""
     if system.run not in cache:
-        cache[system.run] = (_per_stream(system.run), None)
+        cache[system.run] = (read_per_stream(system.run), None)
     rows, loaded = cache[system.run]
     keys: list[tuple[str, int]] = []
     hyps: list[str] = []
