@@ -63,19 +63,19 @@ MALFORMED: dict[str, tuple[str | bytes, str]] = {
     "segments an object": (json.dumps({**TALK, "segments": {}}), "field 'segments' must be a list"),
     "a segment without a hypothesis": (
         json.dumps(_bad(lambda r: r["segments"][1].pop("hypothesis"))),
-        r"field segments\[1\].'hypothesis' must be a string",
+        r"field 'segments\[1\].hypothesis' must be a string",
     ),
     "a negative index": (
         json.dumps(_bad(lambda r: r["segments"][0].update(index=-1))),
-        r"field segments\[0\].'index' must be a whole number >= 0",
+        r"field 'segments\[0\].index' must be a whole number >= 0",
     ),
     "no references": (
         json.dumps(_bad(lambda r: r["segments"][0].update(references=[]))),
-        r"field segments\[0\].'references' must be a non-empty list of strings",
+        r"field 'segments\[0\].references' must be a non-empty list of strings",
     ),
     "a segment's XCOMET text": (
         json.dumps(_bad(lambda r: r["segments"][1].update(xcomet="high"))),
-        r"field segments\[1\].'xcomet' must be a finite number or null",
+        r"field 'segments\[1\].xcomet' must be a finite number or null",
     ),
     "a second row for a stream": (
         json.dumps({**SENTENCE, "chrf": 1.0}),

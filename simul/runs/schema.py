@@ -184,7 +184,7 @@ def _check_learned(obj: Mapping[str, Any], where: str) -> None:
     for name in PER_STREAM_LEARNED:
         value = obj.get(name)
         if value is not None and not math.isfinite(as_float(value)):
-            raise RecordError(f"field {where}{name!r} must be a finite number or null")
+            raise RecordError(f"field {where + name!r} must be a finite number or null")
 
 
 def check_per_stream_row(row: Any) -> None:
@@ -207,12 +207,12 @@ def check_per_stream_row(row: Any) -> None:
         if not isinstance(seg, dict):
             raise RecordError(f"{where} must be an object")
         if not _count(seg.get("index")):
-            raise RecordError(f"field {where}.'index' must be a whole number >= 0")
+            raise RecordError(f"field '{where}.index' must be a whole number >= 0")
         if not isinstance(seg.get("hypothesis"), str):
-            raise RecordError(f"field {where}.'hypothesis' must be a string")
+            raise RecordError(f"field '{where}.hypothesis' must be a string")
         refs = seg.get("references")
         if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-            raise RecordError(f"field {where}.'references' must be a non-empty list of strings")
+            raise RecordError(f"field '{where}.references' must be a non-empty list of strings")
         _check_learned(seg, f"{where}.")
 
 
