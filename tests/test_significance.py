@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from simul.metrics.quality import corpus_bleu, corpus_chrf, sacrebleu_metric
 from simul.reports.significance import (
     corpus_scores,
     diff_bootstrap,
@@ -165,3 +166,23 @@ def test_both_sides_must_have_the_same_segments() -> None:
         diff_bootstrap(segment_mean_scores(SEG_A), segment_mean_scores(SEG_B[:3]))
     with pytest.raises(ValueError, match="same segments"):
         rank_bootstrap(segment_mean_scores(SEG_A[:2]), segment_mean_scores(SEG_B))
+
+
+ZH_REFS = [("我们今天去公园散步。",), ("这本书非常有意思。",), ("他明天早上坐火车去北京。",)]
+ZH_HYPS = ["今天我们去公园散步。", "这本书很有意思。", "他明天坐火车去北京。"]
+
+
+@pytest.mark.parametrize(("tgt", "tok"), [("de", "13a"), ("zh", "zh")])
+def test_the_tests_resample_the_run_s_own_bleu_and_chrf(tgt: str, tok: str) -> None:
+    """One factory (simul.metrics.quality.sacrebleu_metric) for the corpus scores and both tests: the same
+    tokenizer rule and signature, so a test's figure on all segments is the run's own figure."""
+    hyps, refs = (HYP_A, ONE_REF) if tgt == "de" else (ZH_HYPS, ZH_REFS)
+    bleu, chrf = corpus_bleu(hyps, refs, tgt), corpus_chrf(hyps, refs)
+    assert f"|tok:{tok}|" in bleu.signature
+    assert corpus_scores("bleu", hyps, refs, tgt).whole == pytest.approx(bleu.score, abs=1e-9)
+    assert corpus_scores("chrf", hyps, refs, tgt).whole == pytest.approx(chrf.score, abs=1e-9)
+    metric = sacrebleu_metric("bleu", tgt)
+    metric.corpus_score(hyps, [[r[0] for r in refs]])
+    assert str(metric.get_signature()) == bleu.signature
+    with pytest.raises(ValueError, match="neither 'bleu' nor 'chrf'"):
+        sacrebleu_metric("ter", tgt)
