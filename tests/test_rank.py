@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.metrics.bands import band_of
-from simul.reports.paired_bs import corpus_resampler, mean_resampler, paired_bootstrap
 from simul.reports.rank import rank
+from simul.reports.significance import corpus_scores, rank_bootstrap, segment_mean_scores
 from simul.runs.directory import load_run
 from tests.helpers import eval_args
 from tests.ingested import ingest
@@ -171,9 +171,9 @@ def test_the_corpus_bootstrap_equals_sacrebleus_on_systems_that_differ(metric: s
     refs = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(40)]
     hyp_a = [" ".join(w if rng.random() < 0.7 else rng.choice(words) for w in r.split()) for r in refs]
     hyp_b = [" ".join(w if rng.random() < 0.5 else rng.choice(words) for w in r.split()) for r in refs]
-    score_a, whole_a = corpus_resampler(metric, hyp_a, [(r,) for r in refs], "de")
-    score_b, whole_b = corpus_resampler(metric, hyp_b, [(r,) for r in refs], "de")
-    mine = paired_bootstrap(40, score_a, score_b, (whole_a, whole_b))
+    score_a = corpus_scores(metric, hyp_a, [(r,) for r in refs], "de")
+    score_b = corpus_scores(metric, hyp_b, [(r,) for r in refs], "de")
+    mine = rank_bootstrap(score_a, score_b)
     scorer = CHRF() if metric == "chrf" else BLEU(tokenize="13a")
     _, results = PairedTest([("a", hyp_a), ("b", hyp_b)], {metric: scorer}, [refs], "bs", 1000)()
     name = next(k for k in results if k != "System")
@@ -188,7 +188,7 @@ def test_the_corpus_bootstrap_equals_sacrebleus_on_systems_that_differ(metric: s
 
 def test_the_segment_bootstrap_of_comet_by_hand() -> None:
     a, b = [0.9, 0.5, 0.7], [0.6, 0.5, 0.4]
-    result = paired_bootstrap(3, mean_resampler(a), mean_resampler(b), (0.7, 0.5), samples=40, seed=7)
+    result = rank_bootstrap(segment_mean_scores(a), segment_mean_scores(b), samples=40, seed=7)
     picks = np.random.default_rng(7).choice(3, size=(40, 3), replace=True)
     ma = [sum(a[i] for i in row) / 3 for row in picks]
     mb = [sum(b[i] for i in row) / 3 for row in picks]
@@ -272,5 +272,5 @@ def test_diff_keep_band_fails_a_run_that_leaves_its_band(base_run: Path, tmp_pat
 
 def test_two_systems_with_the_same_score_are_not_called_different() -> None:
     same = [0.4, 0.6, 0.8]
-    result = paired_bootstrap(3, mean_resampler(same), mean_resampler(same), (0.6, 0.6), samples=100)
+    result = rank_bootstrap(segment_mean_scores(same), segment_mean_scores(same), samples=100)
     assert result.p == 1.0 and result.delta == 0.0 and result.delta_low == result.delta_high == 0.0

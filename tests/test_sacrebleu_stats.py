@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from simul.common.errors import SimulError
 from simul.metrics.quality import reference_streams
 from simul.metrics.sacrebleu_stats import PRIVATE_METHODS, corpus_statistics
-from simul.reports.bootstrap import corpus_scorer, mean_scorer, paired_bootstrap
+from simul.reports.significance import corpus_scores, diff_bootstrap, segment_mean_scores
 
 HYPS = [
     "Die Katze saß auf der Matte.",
@@ -98,19 +99,22 @@ def test_the_bootstrap_is_one_sided_by_the_sign_of_the_change() -> None:
     # one stream of four got worse: the drop keeps its sign unless a resample leaves that stream out,
     # which happens with probability (3/4)**4 = 0.316
     base, new = [1.0, 1.0, 1.0, 1.0], [0.5, 1.0, 1.0, 1.0]
-    drop = paired_bootstrap(4, mean_scorer(base, new), samples=2000)
+    drop = diff_bootstrap(segment_mean_scores(base), segment_mean_scores(new), samples=2000)
     assert drop.delta == pytest.approx(-0.125) and drop.p == pytest.approx(0.75**4, abs=0.03)
     # the 2.5th percentile: that stream drawn 3 times or more (P = 0.051) gives -3 * 0.5 / 4
     assert drop.ci_low == pytest.approx(-0.375) and drop.ci_high == 0.0
-    rise = paired_bootstrap(4, mean_scorer(new, base), samples=2000)
+    rise = diff_bootstrap(segment_mean_scores(new), segment_mean_scores(base), samples=2000)
     assert rise.delta == pytest.approx(0.125) and rise.p == pytest.approx(drop.p)
-    assert paired_bootstrap(4, mean_scorer(base, base), samples=10).p == 1.0
+    assert diff_bootstrap(segment_mean_scores(base), segment_mean_scores(base), samples=10).p == 1.0
     # every stream worse: no resample shows anything but a drop
-    assert paired_bootstrap(4, mean_scorer(base, [0.0] * 4), samples=200).p == 0.0
+    assert diff_bootstrap(segment_mean_scores(base), segment_mean_scores([0.0] * 4), samples=200).p == 0.0
 
 
-def test_corpus_scorer_scores_both_runs_on_the_same_resample() -> None:
-    score = corpus_scorer("chrf", HYPS, [r[0] for r in REFS_ONE], REFS_ONE, "de")
-    base, new = score([0, 1, 2, 3, 4])
-    assert base < 100.0 and new == pytest.approx(100.0)
-    assert score([1, 1]) == pytest.approx((score([1])[0], 100.0))
+def test_corpus_scores_score_each_resample() -> None:
+    base = corpus_scores("chrf", HYPS, REFS_ONE, "de")
+    new = corpus_scores("chrf", [r[0] for r in REFS_ONE], REFS_ONE, "de")
+    assert base.whole < 100.0 and new.whole == pytest.approx(100.0)
+    rows = np.array([[0, 1, 2, 3, 4], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])
+    assert list(new.on(rows)) == pytest.approx([100.0] * 3)
+    on_base = base.on(rows)
+    assert on_base[0] == base.whole and on_base[1] == pytest.approx(base.on(np.array([[1]]))[0])

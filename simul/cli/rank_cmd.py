@@ -14,8 +14,8 @@ from simul.common.errors import UsageError
 from simul.common.safe_text import markup, visible
 from simul.metrics.bands import BAND_TITLES
 from simul.metrics.registry import METRICS
-from simul.reports.paired_bs import PairedBootstrap
 from simul.reports.rank import METRIC_CHOICES, Group, Ranked, Ranking, System, rank
+from simul.reports.significance import RankBootstrap
 
 
 def _num(value: float | None, spec: str) -> str:
@@ -26,7 +26,7 @@ def _spec(metric: str) -> str:
     return ".4f" if metric in ("xcomet", "comet", "bleurt") else ".2f"
 
 
-def _next(pair: PairedBootstrap | None, spec: str) -> str:
+def _next(pair: RankBootstrap | None, spec: str) -> str:
     if pair is None:
         return "-"
     return (

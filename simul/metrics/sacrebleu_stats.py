@@ -1,12 +1,12 @@
 """sacrebleu's per-segment sufficient statistics, for resampling corpus BLEU and chrF.
 
-This module is the one place in simul that calls sacrebleu's private API; ``simul diff``'s paired bootstrap
-(simul.reports.bootstrap) goes through it. Corpus BLEU and chrF are not means of segment scores: they are
-computed from statistics summed over the segments (BLEU: n-gram matches and totals per order, hypothesis and
-reference lengths; chrF: character and word n-gram matches and totals). A resample of the segments is scored
-by summing the resampled segments' statistics and computing the score from the sums, which is what
-sacrebleu does inside its own significance tests (``sacrebleu.significance``, behind ``sacrebleu
---paired-bs``) with the same two methods:
+This module is the one place in simul that calls sacrebleu's private API; the paired bootstraps of `simul
+diff` and `simul rank` (simul.reports.significance) go through it. Corpus BLEU and chrF are not means of
+segment scores: they are computed from statistics summed over the segments (BLEU: n-gram matches and totals
+per order, hypothesis and reference lengths; chrF: character and word n-gram matches and totals). A resample
+of the segments is scored by summing the resampled segments' statistics and computing the score from the
+sums, which is what sacrebleu does inside its own significance tests (``sacrebleu.significance``, behind
+``sacrebleu --paired-bs``) with the same two methods:
 
 * ``Metric._extract_corpus_statistics(hypotheses, reference_streams)``: one statistics vector per segment;
 * ``Metric._compute_score_from_stats(summed_vector)``: the corpus score of summed statistics.

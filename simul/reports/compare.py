@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError, UsageError
-from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, method_band
 from simul.metrics.compute import MISSING_FIELDS
 from simul.metrics.registry import METRICS, metric_info
 from simul.metrics.scoring import not_available
 from simul.metrics.signatures import ProvenanceChange, compare_signatures, short
-from simul.reports.bootstrap import Bootstrap, corpus_scorer, mean_scorer, paired_bootstrap
 from simul.reports.engine_notes import control_noise
 from simul.reports.run_conditions import (
     hardware_difference,
@@ -45,16 +43,16 @@ from simul.reports.run_conditions import (
     version_changes,
     wait_policy_difference,
 )
+from simul.reports.significance import DiffBootstrap, corpus_scores, diff_bootstrap, segment_mean_scores
 from simul.reports.timing_notes import TimingNotes
 from simul.runs.directory import (
-    PER_STREAM_FILE,
     STATUS_COMPLETE,
     LoadedRun,
     load_run,
     load_run_json,
+    read_per_stream,
     refuse_if_written,
 )
-from simul.runs.schema import check_per_stream_row
 from simul.streams.references import describe_references
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
@@ -84,18 +82,7 @@ def load_side(path: Path) -> Side:
     loaded = None
     if (directory / "steps.jsonl").exists() and (directory / "streams.jsonl").exists():
         loaded = load_run(directory)
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    per_stream_path = directory / PER_STREAM_FILE
-    if per_stream_path.exists():
-        with per_stream_path.open("rb") as handle:
-            for number, raw in binary_lines(handle, per_stream_path):
-                try:
-                    row = parse_json(raw.decode("utf-8"), allow_constants=True)
-                    check_per_stream_row(row)
-                except ValueError as exc:
-                    raise SimulError(f"{per_stream_path}:{number}: unreadable row ({exc})") from None
-                rows[(row["method"], row["stream"])] = row
-    return Side(path=path, run=run, loaded=loaded, per_stream=rows)
+    return Side(path=path, run=run, loaded=loaded, per_stream=read_per_stream(directory))
 
 
 def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -311,7 +298,7 @@ class MetricRow:
     new: float | None
     higher_is_better: bool
     threshold: float | None = None
-    bootstrap: Bootstrap | None = None
+    bootstrap: DiffBootstrap | None = None
     # why a speed figure of either run is unreliable (the process got clearly less CPU than it asked for)
     base_unreliable: str | None = None
     new_unreliable: str | None = None
@@ -635,15 +622,20 @@ def _add_paired_statistics(
     by_name = {r.name: r for r in comparison.rows}
     for name in ("chrf", "bleu"):
         if name in by_name and samples > 0:
-            scorer = corpus_scorer(name, hyps_b, hyps_n, refs, tgt)
-            by_name[name].bootstrap = paired_bootstrap(len(ids), scorer, samples)
+            scores_b, scores_n = (
+                corpus_scores(name, hyps_b, refs, tgt),
+                corpus_scores(name, hyps_n, refs, tgt),
+            )
+            by_name[name].bootstrap = diff_bootstrap(scores_b, scores_n, samples)
     for learned in ("comet", "xcomet", "bleurt"):
         comet_b = [base.per_stream.get((b_key, sid), {}).get(learned) for sid in ids]
         comet_n = [new.per_stream.get((n_key, sid), {}).get(learned) for sid in ids]
         if learned in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):
             cb = [float(c) for c in comet_b if c is not None]
             cn = [float(c) for c in comet_n if c is not None]
-            by_name[learned].bootstrap = paired_bootstrap(len(ids), mean_scorer(cb, cn), samples)
+            by_name[learned].bootstrap = diff_bootstrap(
+                segment_mean_scores(cb), segment_mean_scores(cn), samples
+            )
     # per-stream view from sentence chrF
     from simul.metrics.quality import sentence_chrf
 

@@ -16,7 +16,7 @@ hardware it was measured on. simul ranks every method of every run given, simul'
    lacks it is listed as unranked, with the reason.
 4. *Ranking.* Within a band, by the metric, best first.
 5. *Neighbours.* Each pair of neighbours in a band gets sacrebleu's paired bootstrap
-   (simul.reports.paired_bs): corpus chrF and BLEU recomputed from sacrebleu's statistics of the resampled
+   (simul.reports.significance): corpus chrF and BLEU recomputed from sacrebleu's statistics of the resampled
    segments, COMET and XCOMET the mean of the resampled segment scores; each system's mean ± 95 % interval,
    the interval of the difference and p. Segments are the re-segmented reference segments for talks and the
    streams for sentences.
@@ -35,19 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError, UsageError
-from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
 from simul.metrics.signatures import Signature
-from simul.reports.paired_bs import (
-    SEED,
-    PairedBootstrap,
-    ResampleScorer,
-    corpus_resampler,
-    mean_resampler,
-    paired_bootstrap,
+from simul.reports.significance import (
+    RANK_SEED,
+    RankBootstrap,
+    SystemScores,
+    corpus_scores,
+    rank_bootstrap,
+    segment_mean_scores,
 )
-from simul.runs.directory import PER_STREAM_FILE, STATUS_COMPLETE, load_run, load_run_json, refuse_if_written
+from simul.runs.directory import STATUS_COMPLETE, load_run, load_run_json, read_per_stream, refuse_if_written
 
 METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
 LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
@@ -101,7 +100,7 @@ class System:
 class Ranked:
     band: str | None
     systems: list[System]
-    neighbours: list[PairedBootstrap | None] = field(default_factory=list)
+    neighbours: list[RankBootstrap | None] = field(default_factory=list)
 
     def to_json(self, metric: str) -> dict[str, Any]:
         return {
@@ -150,7 +149,7 @@ class Group:
 class Ranking:
     groups: list[Group]
     samples: int
-    seed: int = SEED
+    seed: int = RANK_SEED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -185,23 +184,6 @@ def hardware_of(run: Mapping[str, Any]) -> str:
 
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _per_stream(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    path = run_dir / PER_STREAM_FILE
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    if not path.exists():
-        return rows
-    with path.open("rb") as handle:
-        for number, raw in binary_lines(handle, path):
-            try:
-                row = parse_json(raw.decode("utf-8"), allow_constants=True)
-                if not isinstance(row, dict) or not isinstance(row.get("method"), str):
-                    raise ValueError("expected an object with a 'method'")
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise SimulError(f"{path}:{number}: unreadable row ({exc})") from None
-            rows[(row["method"], str(row.get("stream")))] = row
-    return rows
 
 
 def systems_of(run_dir: Path) -> list[System]:
@@ -254,7 +236,7 @@ def _segments(system: System, cache: dict[Path, Any]) -> Segments:
     """The segments a system was scored on: re-segmented reference segments (talks, from per_stream.jsonl)
     or streams (sentences: final outputs from steps.jsonl, COMET from per_stream.jsonl)."""
     if system.run not in cache:
-        cache[system.run] = (_per_stream(system.run), None)
+        cache[system.run] = (read_per_stream(system.run), None)
     rows, loaded = cache[system.run]
     keys: list[tuple[str, int]] = []
     hyps: list[str] = []
@@ -318,7 +300,7 @@ def _choose_metric(systems: Sequence[System], asked: str) -> tuple[str, str, str
 
 def _bootstrap(
     a: System, b: System, metric: str, samples: int, cache: dict[Path, Any]
-) -> PairedBootstrap | None:
+) -> RankBootstrap | None:
     if samples <= 0:
         return None
     for system in (a, b):
@@ -328,21 +310,20 @@ def _bootstrap(
     assert sa is not None and sb is not None
     if sa.keys != sb.keys or not sa.keys:
         return None
-    score_a: ResampleScorer
-    score_b: ResampleScorer
+    scores: tuple[SystemScores, SystemScores]
     if metric in SEGMENT_MEANS:
         va, vb = sa.learned[metric], sb.learned[metric]
         if any(v is None for v in va + vb):
             return None
         fa = [float(v) for v in va if v is not None]
         fb = [float(v) for v in vb if v is not None]
-        score_a, score_b = mean_resampler(fa), mean_resampler(fb)
-        observed = (sum(fa) / len(fa), sum(fb) / len(fb))
+        scores = segment_mean_scores(fa), segment_mean_scores(fb)
     else:
-        score_a, whole_a = corpus_resampler(metric, sa.hypotheses, sa.references, a.tgt)
-        score_b, whole_b = corpus_resampler(metric, sb.hypotheses, sb.references, b.tgt)
-        observed = (whole_a, whole_b)
-    return paired_bootstrap(len(sa.keys), score_a, score_b, observed, samples)
+        scores = (
+            corpus_scores(metric, sa.hypotheses, sa.references, a.tgt),
+            corpus_scores(metric, sb.hypotheses, sb.references, b.tgt),
+        )
+    return rank_bootstrap(*scores, samples)
 
 
 def rank(run_dirs: Sequence[Path], metric: str = "auto", samples: int = 1000) -> Ranking:

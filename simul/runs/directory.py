@@ -4,7 +4,8 @@
     streams.jsonl   the streams that were evaluated (references included), so the directory stands alone
     steps.jsonl     one line per method, stream and step, written as each stream finishes
     timings.jsonl   the wall-clock fields of those steps (every ``t_*`` field), keyed by method, stream, step
-    per_stream.jsonl  per method and stream: sentence chrF, COMET, erasure, latency (for paired comparisons)
+    per_stream.jsonl  per method and stream: sentence chrF, COMET, erasure, latency (for paired comparisons);
+                    :meth:`RunWriter.write_per_stream` writes it, :func:`read_per_stream` reads and checks it
     error_spans.jsonl runs scored with XCOMET: per method and segment, the error spans XCOMET found in the
                     hypothesis, the segment's score, and whether the model's input was cut at its token limit
     .lock           present while a process writes the directory (see :mod:`simul.runs.lock`)
@@ -44,7 +45,7 @@ from simul.request.method_settings import EXTERNAL, METHOD_NAMES, PLUGIN
 from simul.request.methods import Method
 from simul.runs.conditions import decoding_differences
 from simul.runs.lock import writer_of
-from simul.runs.schema import check_results, check_run_json, step_fields, step_record
+from simul.runs.schema import check_per_stream_row, check_results, check_run_json, step_fields, step_record
 from simul.streams.format import Stream, dumps_stream, iter_streams
 
 SCHEMA_VERSION = 1
@@ -415,6 +416,39 @@ def read_error_spans(path: Path) -> list[dict[str, Any]]:
                 ) from None
             lines.append(obj)
     return lines
+
+
+PerStreamRows = dict[tuple[str, str], dict[str, Any]]
+
+
+def read_per_stream(path: Path) -> PerStreamRows:
+    """per_stream.jsonl of a run directory (what :meth:`RunWriter.write_per_stream` wrote), by (method key,
+    stream id); empty when the run has none. Every row is checked (simul.runs.schema.check_per_stream_row),
+    and a second row for the same method and stream is refused: a bad row is an error naming the file, the
+    line and how to write the file again."""
+    target = path / PER_STREAM_FILE
+    rows: PerStreamRows = {}
+    if not target.exists():
+        return rows
+    fix = (
+        f"write it again from the run's steps with `simul score {path} --update` (with the --comet-model "
+        "and --bleurt-model the run was scored with)"
+    )
+    with target.open("rb") as handle:
+        for number, raw in binary_lines(handle, target):
+            try:
+                row = parse_json(raw.decode("utf-8"), allow_constants=True)
+                check_per_stream_row(row)
+            except ValueError as exc:  # JSONProblem, RecordError and UnicodeDecodeError are ValueErrors
+                raise SimulError(f"{target}:{number}: unreadable per-stream row ({exc}); {fix}") from None
+            key = (row["method"], row["stream"])
+            if key in rows:
+                raise SimulError(
+                    f"{target}:{number}: a second row for method {excerpt(key[0])}, stream "
+                    f"{excerpt(key[1])}; {fix}"
+                )
+            rows[key] = row
+    return rows
 
 
 def run_status(path: Path) -> str | None:

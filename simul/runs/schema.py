@@ -9,8 +9,9 @@ a ``KeyError`` or ``TypeError`` deep inside a metric:
   numbers or null), ``signatures`` and ``status``.
 * ``steps.jsonl``: one object per line with the fields of a step record, each of its type (counts are
   whole numbers from 0 to 2**53, times finite numbers >= 0).
-* ``per_stream.jsonl``: one object per line with ``method`` and ``stream`` names; ``comet`` (and
-  ``xcomet``) a number or null.
+* ``per_stream.jsonl``: one object per line with ``method`` and ``stream`` names; ``comet``, ``xcomet`` and
+  ``bleurt`` a number or null; a talk's ``segments`` each with an ``index``, a ``hypothesis``, its
+  ``references`` and the same learned scores (:func:`check_per_stream_row`).
 """
 
 from __future__ import annotations
@@ -176,16 +177,43 @@ def check_results(
                     )
 
 
+PER_STREAM_LEARNED = ("comet", "xcomet", "bleurt")  # learned segment scores, where a row carries them
+
+
+def _check_learned(obj: Mapping[str, Any], where: str) -> None:
+    for name in PER_STREAM_LEARNED:
+        value = obj.get(name)
+        if value is not None and not math.isfinite(as_float(value)):
+            raise RecordError(f"field {where + name!r} must be a finite number or null")
+
+
 def check_per_stream_row(row: Any) -> None:
+    """One row of per_stream.jsonl, as `diff` and `rank` read it: ``method`` and ``stream`` names, learned
+    scores numbers or null, and a talk's ``segments`` (re-segmented reference segments) each with its
+    ``index``, ``hypothesis``, ``references`` and learned scores. RecordError names the field."""
     if not isinstance(row, dict):
         raise RecordError("expected a JSON object")
     for key in ("method", "stream"):
         if not isinstance(row.get(key), str):
             raise RecordError(f"field {key!r} must be a string")
-    for name in ("comet", "xcomet", "bleurt"):
-        value = row.get(name)
-        if value is not None and not math.isfinite(as_float(value)):
-            raise RecordError(f"field {name!r} must be a finite number or null")
+    _check_learned(row, "")
+    segments = row.get("segments")
+    if segments is None:
+        return
+    if not isinstance(segments, list):
+        raise RecordError("field 'segments' must be a list")
+    for i, seg in enumerate(segments):
+        where = f"segments[{i}]"
+        if not isinstance(seg, dict):
+            raise RecordError(f"{where} must be an object")
+        if not _count(seg.get("index")):
+            raise RecordError(f"field '{where}.index' must be a whole number >= 0")
+        if not isinstance(seg.get("hypothesis"), str):
+            raise RecordError(f"field '{where}.hypothesis' must be a string")
+        refs = seg.get("references")
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise RecordError(f"field '{where}.references' must be a non-empty list of strings")
+        _check_learned(seg, f"{where}.")
 
 
 def _object(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
