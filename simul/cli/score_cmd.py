@@ -35,6 +35,7 @@ from simul.runs.directory import (
     run_status,
 )
 from simul.runs.lock import RunLock
+from simul.streams.references import segment_times_caption, segment_times_summary
 
 
 def register(app: typer.Typer) -> None:
@@ -126,9 +127,12 @@ def register(app: typer.Typer) -> None:
                 n_scored = len(loaded.complete)
                 of_total = f" of {len(loaded.streams)}" if n_scored != len(loaded.streams) else ""
                 caption = [f"{n_scored}{of_total} streams from {markup(run_dir)}", units_caption(rows)]
-                note = reference_note(rows)
-                if note:
-                    caption.append(note)
+                for note in (
+                    reference_note(rows),
+                    segment_times_caption(segment_times_summary(list(loaded.streams.values()))),
+                ):
+                    if note:
+                        caption.append(note)
                 if not scored.comet.get("available"):
                     caption.append(f"COMET unavailable: {markup(scored.comet.get('reason'))}")
                 err_console.print(

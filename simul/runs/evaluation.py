@@ -40,7 +40,7 @@ from simul.runs.directory import (
 from simul.runs.lock import locked_run_dir
 from simul.runs.shard import Shard, ShardSelection, select, shard_config
 from simul.streams.format import Stream, read_streams
-from simul.streams.references import reference_summary, testset_summary
+from simul.streams.references import reference_summary, segment_times_summary, testset_summary
 from simul.testing.hold import hold, hold_after
 
 # Why a shard run has no COMET: it is computed once, over all streams, when the shards are merged.
@@ -315,6 +315,8 @@ def _run_config(
     if plugins:  # where each method from outside simul came from and what it was made with
         config["plugins"] = plugins
     if any(stream.longform for stream in every_stream):
+        if (derived := segment_times_summary(every_stream)) is not None:
+            config["streams"]["segment_times"] = derived
         config["longform"] = engine.settings.window.to_json()
         config["resegment"] = request.resegment
     if selection is not None and request.shard is not None:
