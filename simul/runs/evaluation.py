@@ -41,6 +41,7 @@ from simul.runs.lock import locked_run_dir
 from simul.runs.shard import Shard, ShardSelection, select, shard_config
 from simul.streams.format import Stream, read_streams
 from simul.streams.references import reference_summary, segment_times_summary, testset_summary
+from simul.streams.scorable import check_longform_scoring
 from simul.testing.hold import hold, hold_after
 
 # Why a shard run has no COMET: it is computed once, over all streams, when the shards are merged.
@@ -146,6 +147,7 @@ def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
             f"stream {untimed.id!r} has none): latency would average milliseconds with source words. "
             "Give time_ms to every stream or to none, e.g. split the file into timed and untimed streams"
         )
+    check_longform_scoring(streams, str(path))  # before any model is loaded: never decode, then fail
     return streams
 
 
