@@ -54,7 +54,7 @@ def test_each_line_runs_from_its_first_to_its_last_aligned_word() -> None:
 def test_lines_that_match_nothing_share_the_gap_between_their_neighbours() -> None:
     segments = lines("one two", "completely unheard words here", "also missing", "three four")
     words, times = timed("one two three four", step=1000.0)
-    words, times = words[:2] + words[2:], times[:2] + [(6000.0, 6400.0), (7000.0, 7400.0)]
+    times = [*times[:2], (6000.0, 6400.0), (7000.0, 7400.0)]
     derived = derive_segment_times(segments, words, times, 9000.0, "test")
     spans = [(s.offset_ms, s.duration_ms) for s in derived.segments]
     # the gap 1400..6000 ms is split 4:2 by the lines' words
@@ -80,7 +80,7 @@ def test_derived_times_are_ordered_and_inside_the_recording() -> None:
 def test_a_transcript_of_another_recording_is_refused() -> None:
     source = " ".join(f"word{k}" for k in range(30))
     words, times = timed(" ".join(f"other{k}" for k in range(30)))
-    with pytest.raises(SimulError, match="only 0 of the 30 source words match.*--source"):
+    with pytest.raises(SimulError, match=r"only 0 of the 30 source words match.*--source"):
         derive_segment_times(lines(source), words, times, 20_000.0, "recording x.wav")
 
 
@@ -174,6 +174,8 @@ def test_plain_text_references_play_through_eval_score_rank_and_export(
     monkeypatch.setattr("simul.streams.asr.online.time.perf_counter", clock)
     words = scripted_words(24.0)
     monkeypatch.setattr("simul.streams.asr.talk.read_audio", lambda path: clock_audio(24.0))
+    # the stand-in's audio is its clock, not sound: every frame counts as speech
+    monkeypatch.setattr("simul.streams.asr.talk.speech_mask", lambda samples: np.ones(1200, dtype=bool))
     monkeypatch.setattr(
         "simul.streams.asr.recognizer.load_recognizer", lambda model, options: _StandIn(words, clock)
     )
@@ -220,3 +222,36 @@ def test_plain_text_references_play_through_eval_score_rank_and_export(
     for fmt in ("simulstream", "omnisteval"):
         exported = runner.invoke(app, ["export", str(run), "--format", fmt, "--method", "rt"])
         assert exported.exit_code == 0, (fmt, exported.output)
+
+
+def test_lines_are_trimmed_to_the_speech_inside_them() -> None:
+    speech = np.zeros(300, dtype=bool)  # 6 s in 20 ms frames: speech from 1.0 to 2.5 s and 3.1 to 5.0 s
+    speech[50:125] = True
+    speech[155:250] = True
+    segments = lines("one two", "three four")
+    words = ["one", "two", "three", "four"]
+    times = [(600.0, 1500.0), (1500.0, 2900.0), (2900.0, 4000.0), (4000.0, 5500.0)]
+    derived = derive_segment_times(segments, words, times, 6000.0, "test", speech)
+    assert [(s.offset_ms, s.end_ms) for s in derived.segments] == [(1000.0, 2500.0), (3100.0, 5000.0)]
+    # a line without a frame of speech keeps the words' times
+    derived = derive_segment_times(segments, words, times, 6000.0, "test", np.zeros(300, dtype=bool))
+    assert derived.segments[0].offset_ms == 600.0
+
+
+def test_a_first_word_timed_into_the_pause_before_it_is_left_out() -> None:
+    # Whisper's habit: "In" said at 18.3 s comes out right after the previous line's last word (15.2 s)
+    segments = lines("Semantic machines.", "In task-oriented dialogue, a user")
+    words = ["semantic", "machines.", "In", "task", "oriented", "dialogue,", "a", "user"]
+    times = [
+        (14160.0, 14740.0),
+        (14740.0, 15220.0),
+        (15220.0, 16340.0),
+        (18420.0, 18660.0),
+        (18660.0, 19180.0),
+        (19180.0, 19660.0),
+        (20020.0, 20040.0),
+        (20040.0, 20200.0),
+    ]
+    derived = derive_segment_times(segments, words, times, 21_000.0, "test")
+    assert [s.offset_ms for s in derived.segments] == [14160.0, 18420.0]
+    assert derived.placed_words == 8 and derived.matched_words == 6  # "task oriented": two words on one

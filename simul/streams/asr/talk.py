@@ -41,7 +41,7 @@ from simul.common.hashing import sha256_file
 from simul.common.limits import check_source, check_steps
 from simul.streams import format as fmt
 from simul.streams.asr.agreement import TimedWord
-from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio
+from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio, speech_mask
 from simul.streams.asr.build import _aligned_lines, _talk_of, check_spans, file_segments
 from simul.streams.asr.online import (
     OnlineOptions,
@@ -293,7 +293,12 @@ def recognize_talk(
     if segments and not all(s.timed for s in segments):
         final_words = steps[-1].source.split()
         derived = derive_segment_times(
-            segments, final_words, word_times(steps)[-1], duration_ms, f"recording {audio}"
+            segments,
+            final_words,
+            word_times(steps)[-1],
+            duration_ms,
+            f"recording {audio}",
+            speech_mask(samples),
         )
         segments = derived.segments
     transcript = " ".join(s.source for s in segments if s.source)
