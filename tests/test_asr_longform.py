@@ -220,13 +220,14 @@ DEV = fixtures_dir() / "acl6060"
 
 
 @pytest.fixture(scope="module")
-def dev_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path]:
+def dev_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path, bool]:
     """(WAV, YAML, English lines, German lines): the shipped ACL 60/60 dev sample (7 segments of talk
     2022.acl-long.110) spoken by espeak-ng at its YAML's offsets, each line slowed down to fill its segment
     as the YAML's durations say (tools/speak_acl6060.py --min-rate 120, 42.6 s), or, where espeak-ng is
-    missing, the committed 2-segment recording."""
+    missing, the committed 2-segment recording, whose lines were not slowed down (the last item: does the
+    speech fill its segments?)."""
     if shutil.which("espeak-ng") is None:
-        return WAV, YAML, EN, DE
+        return WAV, YAML, EN, DE, False
     from tests.helpers import load_tool
 
     folder = tmp_path_factory.mktemp("dev-sample")
@@ -235,12 +236,8 @@ def dev_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pa
     argv = ["--data-dir", str(DEV), "--talk", "2022.acl-long.110", "--out-dir", str(folder)]
     argv += ["--min-rate", "120", "--yaml-out", str(yaml_out), "--text-out", str(en_out)]
     assert speak.main(argv) == 0
-    return (
-        folder / "2022.acl-long.110.wav",
-        yaml_out,
-        en_out,
-        DEV / "dev" / "ACL.6060.dev.en-xx.de.segments.txt",
-    )
+    de = DEV / "dev" / "ACL.6060.dev.en-xx.de.segments.txt"
+    return folder / "2022.acl-long.110.wav", yaml_out, en_out, de, True
 
 
 def own_transcript_yaal(talk: Stream, segments: Sequence[tuple[float, float]]) -> float:
@@ -273,9 +270,9 @@ def own_transcript_yaal(talk: Stream, segments: Sequence[tuple[float, float]]) -
 
 
 def test_plain_text_references_get_times_near_the_yamls(
-    tmp_path: Path, dev_sample: tuple[Path, Path, Path, Path]
+    tmp_path: Path, dev_sample: tuple[Path, Path, Path, Path, bool]
 ) -> None:
-    wav, yaml_file, en, de = dev_sample
+    wav, yaml_file, en, de, fills_segments = dev_sample
     talk, summary = build(
         wav, tmp_path / "t.jsonl", "--source", str(en), "--ref", str(de), "--interval-ms", "2000"
     )
@@ -292,6 +289,8 @@ def test_plain_text_references_get_times_near_the_yamls(
     # within 1.5 s of the segmentation's own offsets (the lines were spoken at them)
     gaps = [abs(a - row.offset_ms) for a, row in zip(offsets, rows, strict=True)]
     assert max(gaps) <= 1500.0, gaps
+    if not fills_segments:
+        return  # its speech ends before its segments do (by 15 %): the durations cannot agree
     # and LongYAAL on the derived times within 10 % of LongYAAL on the YAML's
     derived = own_transcript_yaal(
         talk, [(float(s.offset_ms or 0.0), float(s.duration_ms or 0.0)) for s in talk.segments]
