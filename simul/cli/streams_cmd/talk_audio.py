@@ -1,7 +1,8 @@
 """`simul streams asr --audio FILE --longform`: a whole recording as one long-form stream.
 
 The options of the buffer loop (:class:`TalkAsrOptions`) belong to this mode only; `speech.py` refuses them
-elsewhere. The recognizer options (model, VAD, compute type, beam, threads) are the ASR group's.
+elsewhere. The recognizer options (model, VAD, compute type, beam, threads) are the ASR group's. The stream
+per segment (`--audio FILE` without --longform) is segment_audio.py's.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from typing import Annotated, Any
 
 import typer
 
-from simul.cli.common import err_console
+from simul.cli.common import err_console, print_json
+from simul.cli.ignored import refuse
+from simul.cli.option_groups import changed
 from simul.cli.streams_cmd.common import warn, write_output
+from simul.cli.streams_cmd.speech_options import AsrOptions, AudioRequest, PartialsOptions, not_with
+from simul.common.languages import get_language
 from simul.common.safe_text import markup
 from simul.streams.asr.online import (
     DEFAULT_CHUNK_MS,
@@ -72,13 +77,32 @@ class TalkAsrOptions:
         return options
 
 
+def asr_longform_audio(
+    request: AudioRequest, partials: PartialsOptions, asr: AsrOptions, talk_asr: TalkAsrOptions
+) -> None:
+    """--audio --longform: the whole recording as one stream, recognized as it arrives."""
+    refuse(
+        not_with(
+            "--audio --longform",
+            changed(partials)
+            + changed(asr, ("stable", "asr_window"))
+            + (["--talk"] if request.talk is not None else [])
+            + (["--split-silence-ms"] if request.split_silence_ms is not None else [])
+            + (["--start"] if request.start != 1 else [])
+            + (["--limit"] if request.limit is not None else []),
+            " (the recording is one stream; its words are committed by LocalAgreement-2)",
+        )
+    )
+    src, tgt = get_language(request.src_lang).short, get_language(request.tgt_lang).short
+    settings = asr.settings(None, src)
+    online = talk_asr.online(request.interval_ms)
+    summary = recognize_talk_audio(request, settings.model, settings.options, online, src, tgt)
+    if request.as_json:
+        print_json(summary)
+
+
 def recognize_talk_audio(
-    out: Path,
-    audio: Path,
-    source: Path | None,
-    refs: list[Path],
-    name: str | None,
-    segments: Path | None,
+    request: AudioRequest,
     model: Path | None,
     recognizer_options: RecognizerOptions,
     online: OnlineOptions,
@@ -91,10 +115,12 @@ def recognize_talk_audio(
     from simul.streams.asr.recognizer import load_recognizer
     from simul.streams.asr.talk import recognize_talk, talk_segments
 
+    out, audio, source, name = request.out, request.audio, request.source, request.name
     audio_info(audio)  # an unreadable or empty file is an error before anything else
     talk = _talk_of(audio)
     dataset = name or (source.name.split(".")[0] if source is not None else talk)
-    reference_segments = talk_segments(audio, dataset, segments, refs, source)  # errors before the model
+    # every mismatch of the text files is an error before the model loads
+    reference_segments = talk_segments(audio, dataset, request.segments, request.refs, source)
     recognizer = load_recognizer(model, recognizer_options)
     names = (dataset, f"{dataset}-{talk}" if dataset != talk else talk)
     describe = {**recognizer.describe(), "condition_on_previous_text": True, "timestamps": "words"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simul.common.errors import UsageError
-from simul.streams.asr.partials import (
+from simul.streams.asr.growing import (
     Hypothesis,
     agreed_prefix,
     audio_times,
