@@ -21,16 +21,17 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.common.errors import UsageError
+from simul.metrics.talk_cost import part_of
 from simul.streams.asr import online
 from simul.streams.asr.agreement import AgreementBuffer, TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples, write_wav
 from simul.streams.asr.online import (
     OnlineOptions,
     Recognition,
-    chunk_ends,
     emission_times,
     recognize_recording,
 )
+from simul.streams.asr.schedule import chunk_ends
 from simul.streams.asr.talk import cost_by_quarter, talk_steps, word_times
 from simul.streams.format import Step, Stream, read_streams, write_streams
 
@@ -238,6 +239,10 @@ def test_chunk_ends_and_emission_times() -> None:
     assert chunk_ends(3500, 1000) == [1000, 2000, 3000, 3500]
     assert chunk_ends(3000, 1000) == [1000, 2000, 3000]
     assert cost_by_quarter([1, 1, 2, 2, 3, 3, 4, 4]) == [1, 2, 3, 4]
+    # 5 updates split 2,1,1,1 as simul eval's talk cost splits a talk's updates (floor(4 i / n))
+    assert cost_by_quarter([1, 3, 3, 4, 5]) == [2, 3, 4, 5]
+    assert [part_of(i, 5) for i in range(5)] == [0, 0, 1, 2, 3]
+    assert cost_by_quarter([7, 9]) == [7, 9]
 
 
 @pytest.mark.parametrize(

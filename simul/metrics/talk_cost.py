@@ -32,6 +32,15 @@ def part_of(index: int, count: int, parts: int = QUARTERS) -> int:
     return min(parts - 1, (parts * index) // max(count, 1))
 
 
+def quarter_means(values: Sequence[float]) -> list[float]:
+    """Means of ``values`` (one per update, in order) by quarter of the talk (:func:`part_of`); a quarter
+    without updates (fewer than four) is left out, so fewer than four values give one mean each."""
+    groups: list[list[float]] = [[] for _ in range(QUARTERS)]
+    for index, value in enumerate(values):
+        groups[part_of(index, len(values))].append(value)
+    return [sum(g) / len(g) for g in groups if g]
+
+
 def _quarters(
     talks: Sequence[Sequence[StepRecord]],
 ) -> tuple[list[list[float]], list[int], list[list[float]], list[list[float]]]:

@@ -46,6 +46,7 @@ import numpy as np
 
 from simul.common.errors import UsageError
 from simul.common.sentences import is_sentence_end
+from simul.streams.asr import schedule
 from simul.streams.asr.agreement import AgreementBuffer, TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples
 
@@ -292,17 +293,6 @@ class OnlineRecognizer:
         return kind
 
 
-def chunk_ends(duration_ms: float, interval_ms: float) -> list[float]:
-    """Audio times of the updates of the fixed schedule: every interval, and the end of the recording."""
-    ends: list[float] = []
-    tick = 1
-    while tick * interval_ms < duration_ms - 1e-6:
-        ends.append(tick * interval_ms)
-        tick += 1
-    ends.append(duration_ms)
-    return ends
-
-
 def _samples_at(ms: float) -> int:
     return round(ms * SAMPLE_RATE / 1000.0)
 
@@ -334,7 +324,7 @@ def recognize_recording(
             ready = max(ready, update.audio_ms) + update.compute_ms
             updates.append(update)
     else:
-        for end_ms in chunk_ends(duration_ms, options.interval_ms):
+        for end_ms in schedule.chunk_ends(duration_ms, options.interval_ms):
             end = len(samples) if end_ms >= duration_ms else _samples_at(end_ms)
             loop.insert_audio(samples[heard:end])
             heard = end
@@ -345,11 +335,5 @@ def recognize_recording(
 
 
 def emission_times(updates: Sequence[Update]) -> list[float]:
-    """Computation-aware emission: one recognizer working through the updates in order, each starting when
-    its audio is there and the previous one is done (``max(audio, previous) + compute``)."""
-    times: list[float] = []
-    ready = 0.0
-    for update in updates:
-        ready = max(update.audio_ms, ready) + update.compute_ms
-        times.append(ready)
-    return times
+    """Computation-aware emission of the updates (:func:`simul.streams.asr.schedule.emission_times`)."""
+    return schedule.emission_times([u.audio_ms for u in updates], [u.compute_ms for u in updates])
