@@ -28,7 +28,12 @@ from simul.streams.asr.online import (
     Timing,
     Trim,
 )
-from simul.streams.asr.recognizer import RecognizerOptions
+from simul.streams.asr.recognizer import (
+    EXTRA_UPDATE_TOKENS,
+    UPDATE_TOKENS_PER_SECOND,
+    DecodingBounds,
+    RecognizerOptions,
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,47 @@ class TalkAsrOptions:
         ),
     ] = "measured"
 
+    tokens_per_s: Annotated[
+        float,
+        typer.Option(
+            "--asr-tokens-per-s",
+            help="With --audio --longform: cap each update's Whisper decoding at this many tokens per "
+            f"second of buffer + {EXTRA_UPDATE_TOKENS} (0: no cap).",
+        ),
+    ] = UPDATE_TOKENS_PER_SECOND
+    no_repeat_ngram: Annotated[
+        int,
+        typer.Option(
+            "--asr-no-repeat-ngram",
+            help="With --audio --longform: faster-whisper's no_repeat_ngram_size (0: off).",
+        ),
+    ] = 0
+    repetition_penalty: Annotated[
+        float,
+        typer.Option(
+            "--asr-repetition-penalty",
+            help="With --audio --longform: faster-whisper's repetition_penalty (1: off).",
+        ),
+    ] = 1.0
+    compression_ratio: Annotated[
+        float | None,
+        typer.Option(
+            "--asr-compression-ratio",
+            help="With --audio --longform: drop a Whisper segment whose gzip compression ratio is above "
+            "this (a loop; default: keep every segment).",
+        ),
+    ] = None
+
+    def bounds(self) -> DecodingBounds:
+        bounds = DecodingBounds(
+            tokens_per_s=self.tokens_per_s,
+            no_repeat_ngram_size=self.no_repeat_ngram,
+            repetition_penalty=self.repetition_penalty,
+            compression_ratio=self.compression_ratio,
+        )
+        bounds.check()
+        return bounds
+
     def online(self, interval_ms: float | None) -> OnlineOptions:
         options = OnlineOptions(
             interval_ms=DEFAULT_CHUNK_MS if interval_ms is None else interval_ms,
@@ -96,7 +142,8 @@ def asr_longform_audio(
     src, tgt = get_language(request.src_lang).short, get_language(request.tgt_lang).short
     settings = asr.settings(None, src)
     online = talk_asr.online(request.interval_ms)
-    summary = recognize_talk_audio(request, settings.model, settings.options, online, src, tgt)
+    bounds = talk_asr.bounds()
+    summary = recognize_talk_audio(request, settings.model, settings.options, online, bounds, src, tgt)
     if request.as_json:
         print_json(summary)
 
@@ -106,6 +153,7 @@ def recognize_talk_audio(
     model: Path | None,
     recognizer_options: RecognizerOptions,
     online: OnlineOptions,
+    bounds: DecodingBounds,
     src: str,
     tgt: str,
 ) -> dict[str, Any]:
@@ -122,8 +170,14 @@ def recognize_talk_audio(
     # every mismatch of the text files is an error before the model loads
     reference_segments = talk_segments(audio, dataset, request.segments, request.refs, source)
     recognizer = load_recognizer(model, recognizer_options)
+    recognizer.bounds = bounds
     names = (dataset, f"{dataset}-{talk}" if dataset != talk else talk)
-    describe = {**recognizer.describe(), "condition_on_previous_text": True, "timestamps": "words"}
+    describe = {
+        **recognizer.describe(),
+        "condition_on_previous_text": True,
+        "timestamps": "words",
+        "decoding_bounds": bounds.to_json(),
+    }
     describe.pop("window", None)
     if err_console.is_terminal:
         with err_console.status("recognizing") as status:
@@ -151,9 +205,18 @@ def recognize_talk_audio(
         f"wrote 1 long-form talk ({summary['steps']} steps) to {out} ({dataset} {src}->{tgt}, "
         f"{summary['recognitions']} updates every {online.interval_ms:g} ms, buffer at most "
         f"{summary['buffer_max_s']:.1f} s; RTF {result.real_time_factor:.2f}, ms per update by quarter "
-        f"{quarters}"
+        f"{quarters} (median {summary['update_ms_median']:.0f}, {summary['updates_over_2x_median']} over "
+        f"twice it, {summary['capped_updates']} at the token cap), final lag {summary['final_lag_s']:.1f} s"
     )
     if result.errors is not None:
         what += f", committed WER {result.errors.wer:.1%}"
     err_console.print(what + ")", soft_wrap=True, highlight=False, markup=False)
+    times = summary.get("segment_times")
+    if times:
+        warn(
+            f"the times of the {len(reference_segments)} reference lines were derived from the recognized "
+            f"words ({times['matched_words']} of {times['source_words']} source words matched, "
+            f"{times['interpolated_segments']} lines interpolated between their neighbours)",
+            label="note",
+        )
     return {"output": str(out), **summary}

@@ -76,6 +76,8 @@ class Recognition:
     words: tuple[TimedWord, ...]
     segment_ends_ms: tuple[float, ...]
     heard: bool = True
+    capped: bool = False  # the decoding reached its token cap (recognizer.DecodingBounds)
+    loops_dropped: int = 0  # Whisper segments dropped as loops (their compression ratio)
 
 
 class WordRecognizer(Protocol):
@@ -135,6 +137,8 @@ class Update:
     limit_cut: bool  # the buffer was cut at its limit before this recognition
     trimmed: str | None  # how it was cut after: segment, sentence, committed, pause, silence, no-words
     final: bool = False
+    capped: bool = False  # Whisper's decoding stopped at its token cap
+    loops_dropped: int = 0
 
 
 @dataclass
@@ -202,6 +206,8 @@ class OnlineRecognizer:
             heard=recognition.heard,
             limit_cut=limit_cut,
             trimmed=trimmed,
+            capped=recognition.capped,
+            loops_dropped=recognition.loops_dropped,
         )
 
     def finish(self, last: Update) -> Update:

@@ -61,6 +61,9 @@ Progress = Callable[[int, float, float], None]  # (updates so far, audio heard m
 # talk's translation); judged from this many lines on.
 MIN_LENGTH_CORRELATION = 0.5
 MIN_LINES_JUDGED = 10
+# The summary's runaway updates: over this long (ms), and the slowest this many listed.
+SLOW_UPDATE_MS = 1500.0
+SLOWEST_SHOWN = 5
 
 
 @dataclass
@@ -91,6 +94,36 @@ class TalkRecognition:
         """Mean compute time (ms) per recognition in each quarter of the recognitions, in order."""
         return cost_by_quarter([u.compute_ms for u in self.recognitions])
 
+    def slow_updates(self) -> dict[str, Any]:
+        """Runaway updates: the median, how many took over twice it, how many over SLOW_UPDATE_MS in each
+        half of the recording, the slowest :data:`SLOWEST_SHOWN`, and how many hit Whisper's token cap or
+        lost a segment as a loop (recognizer.DecodingBounds)."""
+        runs = self.recognitions
+        costs = [u.compute_ms for u in runs]
+        median = statistics.median(costs) if costs else 0.0
+        half = len(runs) // 2
+        slowest = sorted(range(len(runs)), key=lambda k: -costs[k])[:SLOWEST_SHOWN]
+        return {
+            "update_ms_median": round(median, 1),
+            "updates_over_2x_median": sum(1 for c in costs if c > 2 * median),
+            "updates_over_1500ms_by_half": [
+                sum(1 for c in costs[:half] if c > SLOW_UPDATE_MS),
+                sum(1 for c in costs[half:] if c > SLOW_UPDATE_MS),
+            ],
+            "slowest_updates": [
+                {
+                    "update": k + 1,
+                    "audio_s": round(runs[k].audio_ms / 1000.0, 3),
+                    "compute_ms": round(costs[k], 1),
+                    "buffer_s": round(runs[k].buffer_ms / 1000.0, 3),
+                    "capped": runs[k].capped,
+                }
+                for k in slowest
+            ],
+            "capped_updates": sum(1 for u in runs if u.capped),
+            "loops_dropped": sum(u.loops_dropped for u in runs),
+        }
+
     def summary(self) -> dict[str, Any]:
         quarters = self.cost_by_quarter()
         ready = emission_times(self.updates)
@@ -116,6 +149,7 @@ class TalkRecognition:
             ],
             "cost_growth": round(quarters[-1] / quarters[0], 3) if quarters and quarters[0] > 0 else None,
             "final_lag_s": round((ready[-1] - self.duration_ms) / 1000.0, 3) if ready else None,
+            **self.slow_updates(),
             "model_load_s": round(self.load_seconds, 3),
         }
         if self.errors is not None:
@@ -347,6 +381,10 @@ def recognize_talk(
                 "trims",
                 "update_ms_by_quarter",
                 "update_cpu_ms_by_quarter",
+                "update_ms_median",
+                "updates_over_2x_median",
+                "capped_updates",
+                "loops_dropped",
             )
         }
     )
