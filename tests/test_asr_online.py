@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.common.errors import UsageError
-from simul.metrics.talk_cost import part_of
+from simul.common.quarters import part_of
 from simul.streams.asr import online
 from simul.streams.asr.agreement import AgreementBuffer, TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples, write_wav

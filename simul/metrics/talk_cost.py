@@ -2,7 +2,8 @@
 
 Re-translating a whole talk at every update would cost O(talk length) per update; in a bounded window
 (simul.decoding.longform) it should not grow. Per talk the updates are split into four quarters by their
-index (update i of n falls in quarter floor(4 i / n)), and per quarter
+index (update i of n falls in quarter floor(4 i / n): simul.common.quarters, the recognizer's rule too), and
+per quarter
 
     cost_q = mean over the quarter's updates of (t_prompt + t_gen), in ms
     prompt_q = the largest prompt (template + context + window tokens) of the quarter's updates
@@ -22,23 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from simul.common.quarters import QUARTERS, part_of
 from simul.decoding.records import StepRecord
-
-QUARTERS = 4
-
-
-def part_of(index: int, count: int, parts: int = QUARTERS) -> int:
-    """Which of ``parts`` equal shares of a talk's ``count`` updates update ``index`` falls in."""
-    return min(parts - 1, (parts * index) // max(count, 1))
-
-
-def quarter_means(values: Sequence[float]) -> list[float]:
-    """Means of ``values`` (one per update, in order) by quarter of the talk (:func:`part_of`); a quarter
-    without updates (fewer than four) is left out, so fewer than four values give one mean each."""
-    groups: list[list[float]] = [[] for _ in range(QUARTERS)]
-    for index, value in enumerate(values):
-        groups[part_of(index, len(values))].append(value)
-    return [sum(g) / len(g) for g in groups if g]
 
 
 def _quarters(

@@ -38,7 +38,7 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.hashing import sha256_file
 from simul.common.limits import check_source, check_steps
-from simul.metrics.talk_cost import quarter_means
+from simul.common.quarters import quarter_means
 from simul.streams import format as fmt
 from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio, speech_mask
@@ -161,7 +161,7 @@ class TalkRecognition:
 
 def cost_by_quarter(values: Sequence[float]) -> list[float]:
     """Means of the quarters of ``values`` by position, split as simul eval's talk cost splits a talk's
-    updates (update i of n in quarter floor(4 i / n): ``simul.metrics.talk_cost.quarter_means``), so that
+    updates (update i of n in quarter floor(4 i / n): ``simul.common.quarters.quarter_means``), so that
     the recognizer's ``cost_growth`` and a run's are comparable; fewer than four values: one mean each."""
     return quarter_means(values)
 
