@@ -18,9 +18,9 @@ from simul.common.errors import SimulError
 from simul.streams.format import Stream
 
 REBUILD_TIMED = (
-    "rebuild the stream with `simul streams asr --audio TALK.wav --longform --source TRANSCRIPT --ref "
-    "TRANSLATION` (the segment times are then derived from the recognized words) or with --segments YAML "
-    "(the times of a segmentation)"
+    "rebuild the stream with --segments YAML (the times of a segmentation), or, from the recording, with "
+    "`simul streams asr --audio TALK.wav --longform --source TRANSCRIPT --ref TRANSLATION` (the segment "
+    "times are then derived from the recognized words)"
 )
 REBUILD_REFS = (
     "rebuild the stream with --ref TRANSLATION (one line per segment; with --source, or --segments YAML)"
