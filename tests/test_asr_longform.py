@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from simul.streams.asr.model import weights_installed
 from simul.streams.asr.talk import word_times
 from simul.streams.asr.wer import normalize, word_errors
 from simul.streams.format import Stream, read_streams
+from simul.streams.segments import read_segment_yaml
 from tests.helpers import eval_args
 
 pytestmark = pytest.mark.slow
@@ -210,3 +212,88 @@ def test_a_talk_longer_than_whispers_window_keeps_its_buffer_within_the_limit(tm
     assert all(s.extra["buffer_ms"] <= 12_000 for s in talk.steps)
     assert sum(summary["trims"].values()) + summary["limit_cuts"] >= 2
     assert word_errors(" ".join([SPOKEN] * 3), talk.final_source).wer <= 0.3, talk.final_source
+
+
+# --- plain-text references: segment times from the recognizer's words -----------------------------------
+
+DEV = fixtures_dir() / "acl6060"
+
+
+@pytest.fixture(scope="module")
+def dev_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path, bool]:
+    """(WAV, YAML, English lines, German lines): the shipped ACL 60/60 dev sample (7 segments of talk
+    2022.acl-long.110) spoken by espeak-ng at its YAML's offsets, each line slowed down to fill its segment
+    as the YAML's durations say (tools/speak_acl6060.py --min-rate 120, 42.6 s), or, where espeak-ng is
+    missing, the committed 2-segment recording, whose lines were not slowed down (the last item: does the
+    speech fill its segments?)."""
+    if shutil.which("espeak-ng") is None:
+        return WAV, YAML, EN, DE, False
+    from tests.helpers import load_tool
+
+    folder = tmp_path_factory.mktemp("dev-sample")
+    yaml_out, en_out = folder / "talk.yaml", folder / "talk.en"
+    speak = load_tool("speak_acl6060")
+    argv = ["--data-dir", str(DEV), "--talk", "2022.acl-long.110", "--out-dir", str(folder)]
+    argv += ["--min-rate", "120", "--yaml-out", str(yaml_out), "--text-out", str(en_out)]
+    assert speak.main(argv) == 0
+    de = DEV / "dev" / "ACL.6060.dev.en-xx.de.segments.txt"
+    return folder / "2022.acl-long.110.wav", yaml_out, en_out, de, True
+
+
+def own_transcript_yaal(talk: Stream, segments: Sequence[tuple[float, float]]) -> float:
+    """LongYAAL (CU) of the recognizer's own transcript as the output, on the given segment times (the
+    English lines as references, so that re-segmentation aligns like with like)."""
+    from simul.metrics.longform import LongformTalk, TalkSegment, final_units, score_talks
+    from simul.metrics.longform.delays import TalkUpdate
+
+    units = final_units([TalkUpdate(s.source, float(s.extra["audio_ms"])) for s in talk.steps], "en")
+    scored = score_talks(
+        [
+            LongformTalk(
+                id=talk.id,
+                src="en",
+                tgt="en",
+                words=units.words,
+                delays=units.delays,
+                elapsed=None,
+                segments=tuple(
+                    TalkSegment((seg.source or "",), seg.source or "", offset, duration)
+                    for seg, (offset, duration) in zip(talk.segments, segments, strict=True)
+                ),
+                duration=talk.duration_ms,
+            )
+        ]
+    )
+    value = scored.latency["long_yaal"]
+    assert value is not None
+    return value
+
+
+def test_plain_text_references_get_times_near_the_yamls(
+    tmp_path: Path, dev_sample: tuple[Path, Path, Path, Path, bool]
+) -> None:
+    wav, yaml_file, en, de, fills_segments = dev_sample
+    talk, summary = build(
+        wav, tmp_path / "t.jsonl", "--source", str(en), "--ref", str(de), "--interval-ms", "2000"
+    )
+    duration = 1000.0 * len(read_audio(wav)) / SAMPLE_RATE
+    check_talk(talk, duration)
+    record = talk.provenance["segment_times"]
+    assert record["derived"] and summary["segment_times"] == record
+    assert record["matched_words"] >= 0.7 * record["source_words"], record
+    rows = read_segment_yaml(yaml_file)
+    assert len(talk.segments) == len(rows) == len(en.read_text(encoding="utf-8").splitlines())
+    offsets = [float(s.offset_ms or 0.0) for s in talk.segments]
+    assert offsets == sorted(offsets) and all(s.end_ms is not None for s in talk.segments)
+    assert offsets[0] >= 0.0 and float(talk.segments[-1].end_ms or 0.0) <= duration + 1
+    # within 1.5 s of the segmentation's own offsets (the lines were spoken at them)
+    gaps = [abs(a - row.offset_ms) for a, row in zip(offsets, rows, strict=True)]
+    assert max(gaps) <= 1500.0, gaps
+    if not fills_segments:
+        return  # its speech ends before its segments do (by 15 %): the durations cannot agree
+    # and LongYAAL on the derived times within 10 % of LongYAAL on the YAML's
+    derived = own_transcript_yaal(
+        talk, [(float(s.offset_ms or 0.0), float(s.duration_ms or 0.0)) for s in talk.segments]
+    )
+    gold = own_transcript_yaal(talk, [(row.offset_ms, row.duration_ms) for row in rows])
+    assert derived == pytest.approx(gold, rel=0.10), (derived, gold)

@@ -21,16 +21,17 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.common.errors import UsageError
+from simul.common.quarters import part_of
 from simul.streams.asr import online
 from simul.streams.asr.agreement import AgreementBuffer, TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples, write_wav
 from simul.streams.asr.online import (
     OnlineOptions,
     Recognition,
-    chunk_ends,
     emission_times,
     recognize_recording,
 )
+from simul.streams.asr.schedule import chunk_ends
 from simul.streams.asr.talk import cost_by_quarter, talk_steps, word_times
 from simul.streams.format import Step, Stream, read_streams, write_streams
 
@@ -238,6 +239,10 @@ def test_chunk_ends_and_emission_times() -> None:
     assert chunk_ends(3500, 1000) == [1000, 2000, 3000, 3500]
     assert chunk_ends(3000, 1000) == [1000, 2000, 3000]
     assert cost_by_quarter([1, 1, 2, 2, 3, 3, 4, 4]) == [1, 2, 3, 4]
+    # 5 updates split 2,1,1,1 as simul eval's talk cost splits a talk's updates (floor(4 i / n))
+    assert cost_by_quarter([1, 3, 3, 4, 5]) == [2, 3, 4, 5]
+    assert [part_of(i, 5) for i in range(5)] == [0, 0, 1, 2, 3]
+    assert cost_by_quarter([7, 9]) == [7, 9]
 
 
 @pytest.mark.parametrize(
@@ -423,3 +428,74 @@ def test_whisper_words_are_timed_in_ms_without_punctuation_loops() -> None:
     assert calls[0]["initial_prompt"] == "earlier words" and calls[0]["word_timestamps"] is True
     assert calls[0]["temperature"] == 0.0 and calls[0]["vad_filter"] is False
     assert recognizer.words(np.zeros(0, dtype=np.float32), "") == Recognition((), (), heard=False)
+
+
+def test_each_update_is_bounded_at_the_source() -> None:
+    """The long-form decoding options reach faster-whisper: a token cap in proportion to the buffer, the
+    n-gram and repetition penalties; a segment that compresses like a loop is dropped and counted."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from simul.streams.asr.recognizer import DecodingBounds, RecognizerOptions, WhisperRecognizer
+
+    calls: list[dict[str, Any]] = []
+
+    def transcribe(audio: Samples, **kwargs: Any) -> tuple[list[Any], None]:
+        calls.append(kwargs)
+        said = SimpleNamespace(start=0.2, end=0.5, word=" Hello")
+        loop = [SimpleNamespace(start=0.6 + 0.1 * k, end=0.65 + 0.1 * k, word=" so") for k in range(3)]
+        return [
+            SimpleNamespace(end=0.5, words=[said], tokens=[1] * 30, compression_ratio=1.1),
+            SimpleNamespace(end=0.9, words=loop, tokens=[2] * 40, compression_ratio=6.0),
+        ], None
+
+    recognizer = WhisperRecognizer.__new__(WhisperRecognizer)
+    recognizer.options = RecognizerOptions(vad="none")
+    recognizer._model = SimpleNamespace(transcribe=transcribe)
+    six_seconds = np.zeros(SAMPLE_RATE * 6, dtype=np.float32)
+    out = recognizer.words(six_seconds, "")  # the default bounds: 10 tokens a second + 10
+    assert calls[-1]["max_new_tokens"] == 70 and calls[-1]["compression_ratio_threshold"] is None
+    assert calls[-1]["no_repeat_ngram_size"] == 0 and calls[-1]["repetition_penalty"] == 1.0
+    assert out.capped and out.loops_dropped == 0 and [w.text for w in out.words] == ["Hello", "so"]
+    recognizer.bounds = DecodingBounds(
+        tokens_per_s=20, no_repeat_ngram_size=5, repetition_penalty=1.1, compression_ratio=2.4
+    )
+    out = recognizer.words(six_seconds, "")
+    assert calls[-1]["max_new_tokens"] == 130 and not out.capped
+    assert calls[-1]["no_repeat_ngram_size"] == 5 and calls[-1]["repetition_penalty"] == 1.1
+    assert out.loops_dropped == 1 and [w.text for w in out.words] == ["Hello"]
+    assert out.segment_ends_ms == (500.0,)
+    recognizer.bounds = DecodingBounds(tokens_per_s=0)
+    assert not recognizer.words(six_seconds, "").capped and calls[-1]["max_new_tokens"] is None
+    assert DecodingBounds().max_new_tokens(25_000) == 220  # Whisper's decoder leaves the prompt 223 of 448
+    with pytest.raises(UsageError, match="--asr-compression-ratio must be above 1"):
+        DecodingBounds(compression_ratio=0.5).check()
+
+
+def test_the_summary_shows_the_slowest_updates_and_how_many_ran_away(clock: FakeClock) -> None:
+    from simul.streams.asr.talk import TalkRecognition
+
+    class Stalling(ScriptedRecognizer):
+        """Every 7th recognition in the second half takes 4 s more (a loop), and says it hit the cap."""
+
+        def words(self, samples: Samples, prompt: str) -> Recognition:
+            out = super().words(samples, prompt)
+            if self.calls > 30 and self.calls % 7 == 0:
+                self.clock.now += 4.0
+                return Recognition(out.words, out.segment_ends_ms, out.heard, capped=True)
+            return out
+
+    updates, loop = recognize_recording(Stalling(scripted_words(60), clock), clock_audio(60), OnlineOptions())
+    steps = talk_steps(updates, loop.committed, "measured")
+    talk = Stream.talk("t", "en", "de", tuple(steps), (), duration_ms=60_000.0)
+    summary = TalkRecognition(talk, updates, loop, 60_000.0).summary()
+    stalled = [k + 1 for k in range(60) if k + 1 > 30 and (k + 1) % 7 == 0]
+    assert summary["updates_over_2x_median"] == len(stalled) == summary["capped_updates"]
+    assert summary["updates_over_1500ms_by_half"] == [0, len(stalled)]
+    slowest = summary["slowest_updates"]
+    assert stalled == [35, 42, 49, 56] and len(slowest) == 5
+    assert {s["update"] for s in slowest[:4]} == set(stalled)
+    assert all(s["capped"] and s["compute_ms"] > 4000 for s in slowest[:4])
+    assert not slowest[4]["capped"] and slowest[4]["compute_ms"] < 1000
+    assert [s["compute_ms"] for s in slowest] == sorted((s["compute_ms"] for s in slowest), reverse=True)
+    assert 200 < summary["update_ms_median"] < 1000 and summary["loops_dropped"] == 0

@@ -9,7 +9,9 @@ between segments, so the file can stand in for the talk's real audio with the sa
 
 espeak-ng often speaks slower than the speaker did. A rendering longer than its segment's ``duration`` is
 spoken again faster (words per minute scaled by the ratio, up to ``--max-rate``); if it still does not fit,
-it is cut at the segment end with a short fade and counted as truncated. Leading and trailing silence of
+it is cut at the segment end with a short fade and counted as truncated. With ``--min-rate``, a rendering
+shorter than its segment is spoken again slower (down to that rate), so that its speech fills the segment
+as the YAML's duration says (as forced alignment of the real talk gives it). Leading and trailing silence of
 each rendering is trimmed first. The report on stderr lists the rate each segment needed.
 
 Needs espeak-ng (Debian: ``apt-get install espeak-ng``). ``--limit N`` renders only the first N segments
@@ -66,11 +68,19 @@ def espeak(text: str, rate: int, voice: str, workdir: Path) -> Samples:
     return samples[max(0, voiced[0] * frame - keep) : (voiced[-1] + 1) * frame + keep]
 
 
-def fit(segment: Segment, voice: str, rate: int, max_rate: int, workdir: Path) -> Rendered:
-    """Render a segment, faster when needed so that it ends within the segment's duration."""
+def fit(
+    segment: Segment, voice: str, rate: int, max_rate: int, workdir: Path, min_rate: int | None = None
+) -> Rendered:
+    """Render a segment, faster when needed so that it ends within the segment's duration (and, with
+    ``min_rate``, slower when it is shorter, down to that rate, so that it fills its segment)."""
     assert segment.duration_ms is not None
     limit = round(segment.duration_ms * SAMPLE_RATE / 1000.0)
     samples = espeak(segment.source, rate, voice, workdir)
+    if min_rate is not None and len(samples) < limit:
+        slower = max(min_rate, math.floor(rate * len(samples) / limit))
+        if slower < rate:
+            rate = slower
+            samples = espeak(segment.source, rate, voice, workdir)
     for _ in range(4):
         if len(samples) <= limit or rate >= max_rate:
             break
@@ -102,6 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--voice", default="en-us", help="espeak-ng voice (default en-us)")
     parser.add_argument("--rate", type=int, default=DEFAULT_RATE, help="words per minute to start from")
     parser.add_argument("--max-rate", type=int, default=MAX_RATE, help="fastest rate used to fit a segment")
+    parser.add_argument(
+        "--min-rate",
+        type=int,
+        help="speak a segment that is shorter than its duration slower, down to this rate, so that the "
+        "speech fills it as the YAML says (default: never slower than --rate)",
+    )
     parser.add_argument("--yaml-out", type=Path, help="also write the talk's YAML rows (the rendered ones)")
     parser.add_argument("--text-out", type=Path, help="also write the rendered English lines")
     args = parser.parse_args(argv)
@@ -122,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         audio = np.zeros(math.ceil(end_ms * SAMPLE_RATE / 1000.0), dtype=np.float32)
         with tempfile.TemporaryDirectory() as tmp:
             for segment in talk:
-                rendered = fit(segment, args.voice, args.rate, args.max_rate, Path(tmp))
+                rendered = fit(segment, args.voice, args.rate, args.max_rate, Path(tmp), args.min_rate)
                 assert segment.offset_ms is not None
                 start = round(segment.offset_ms * SAMPLE_RATE / 1000.0)
                 piece = rendered.samples[: len(audio) - start]

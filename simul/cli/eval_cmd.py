@@ -31,7 +31,7 @@ from simul.request.method_settings import (
 )
 from simul.request.methods import DEFAULT_BETA, Method, methods_for, plugin_method
 from simul.runs.evaluation import EvalOutcome
-from simul.streams.references import references_caption
+from simul.streams.references import references_caption, segment_times_caption
 
 
 def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str = "simul eval") -> None:
@@ -56,7 +56,11 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
         if engine:
             caption_lines.append(markup(engine, newlines=False))
         caption_lines += drafter_lines(rows)
-        for line in (reference_note(rows), references_caption(cfg["streams"].get("references"))):
+        for line in (
+            reference_note(rows),
+            references_caption(cfg["streams"].get("references")),
+            segment_times_caption(cfg["streams"].get("segment_times")),
+        ):
             if line:
                 caption_lines.append(line)
         throughput = outcome.run.get("throughput") or {}

@@ -35,6 +35,8 @@ from simul.runs.directory import (
     run_status,
 )
 from simul.runs.lock import RunLock
+from simul.streams.references import segment_times_caption, segment_times_summary
+from simul.streams.scorable import check_longform_scoring
 
 
 def register(app: typer.Typer) -> None:
@@ -81,6 +83,8 @@ def register(app: typer.Typer) -> None:
         # --update rewrites the run: it holds the directory's lock like any writer
         with RunLock.acquire(run_dir) if (update or finish) and run_dir.is_dir() else nullcontext():
             loaded = load_run(run_dir, allow_incomplete=allow_incomplete, unscored=finish)
+            # a talk its streams leave unscorable is named, with the fix, before COMET is loaded
+            check_longform_scoring([loaded.streams[k] for k in loaded.complete], f"run {run_dir}")
             warn_being_written(run_dir, loaded.being_written, "scoring")
             config = loaded.run["config"]
             comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
@@ -126,9 +130,12 @@ def register(app: typer.Typer) -> None:
                 n_scored = len(loaded.complete)
                 of_total = f" of {len(loaded.streams)}" if n_scored != len(loaded.streams) else ""
                 caption = [f"{n_scored}{of_total} streams from {markup(run_dir)}", units_caption(rows)]
-                note = reference_note(rows)
-                if note:
-                    caption.append(note)
+                for note in (
+                    reference_note(rows),
+                    segment_times_caption(segment_times_summary(list(loaded.streams.values()))),
+                ):
+                    if note:
+                        caption.append(note)
                 if not scored.comet.get("available"):
                     caption.append(f"COMET unavailable: {markup(scored.comet.get('reason'))}")
                 err_console.print(

@@ -2,7 +2,8 @@
 
 Re-translating a whole talk at every update would cost O(talk length) per update; in a bounded window
 (simul.decoding.longform) it should not grow. Per talk the updates are split into four quarters by their
-index (update i of n falls in quarter floor(4 i / n)), and per quarter
+index (update i of n falls in quarter floor(4 i / n): simul.common.quarters, the recognizer's rule too), and
+per quarter
 
     cost_q = mean over the quarter's updates of (t_prompt + t_gen), in ms
     prompt_q = the largest prompt (template + context + window tokens) of the quarter's updates
@@ -22,14 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from simul.common.quarters import QUARTERS, part_of
 from simul.decoding.records import StepRecord
-
-QUARTERS = 4
-
-
-def part_of(index: int, count: int, parts: int = QUARTERS) -> int:
-    """Which of ``parts`` equal shares of a talk's ``count`` updates update ``index`` falls in."""
-    return min(parts - 1, (parts * index) // max(count, 1))
 
 
 def _quarters(

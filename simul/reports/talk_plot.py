@@ -12,8 +12,8 @@ import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from simul.common.quarters import part_of
 from simul.decoding.records import StepRecord
-from simul.metrics.talk_cost import part_of
 
 BINS = 20
 

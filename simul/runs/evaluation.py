@@ -40,7 +40,8 @@ from simul.runs.directory import (
 from simul.runs.lock import locked_run_dir
 from simul.runs.shard import Shard, ShardSelection, select, shard_config
 from simul.streams.format import Stream, read_streams
-from simul.streams.references import reference_summary, testset_summary
+from simul.streams.references import reference_summary, segment_times_summary, testset_summary
+from simul.streams.scorable import check_longform_scoring
 from simul.testing.hold import hold, hold_after
 
 # Why a shard run has no COMET: it is computed once, over all streams, when the shards are merged.
@@ -146,6 +147,7 @@ def load_stream_set(path: Path, limit: int | None) -> list[Stream]:
             f"stream {untimed.id!r} has none): latency would average milliseconds with source words. "
             "Give time_ms to every stream or to none, e.g. split the file into timed and untimed streams"
         )
+    check_longform_scoring(streams, str(path))  # before any model is loaded: never decode, then fail
     return streams
 
 
@@ -315,6 +317,8 @@ def _run_config(
     if plugins:  # where each method from outside simul came from and what it was made with
         config["plugins"] = plugins
     if any(stream.longform for stream in every_stream):
+        if (derived := segment_times_summary(every_stream)) is not None:
+            config["streams"]["segment_times"] = derived
         config["longform"] = engine.settings.window.to_json()
         config["resegment"] = request.resegment
     if selection is not None and request.shard is not None:

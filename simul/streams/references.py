@@ -76,3 +76,36 @@ def testset_summary(streams: Sequence[Stream]) -> list[dict[str, Any]]:
             }
             seen.setdefault(json.dumps(entry, sort_keys=True), entry)
     return list(seen.values())
+
+
+def segment_times_summary(streams: Sequence[Stream]) -> dict[str, Any] | None:
+    """``config.streams.segment_times`` of run.json: how many talks have reference segment times derived from
+    the recognizer's words (``provenance["segment_times"]``, simul.streams.asr.segment_times) rather than
+    given by a segment YAML, and how well the words matched; None when no talk has."""
+    talks = [s for s in streams if s.longform]
+    derived = [
+        record
+        for s in talks
+        if isinstance(record := s.provenance.get("segment_times"), dict) and record.get("derived")
+    ]
+    if not derived:
+        return None
+    return {
+        "derived_talks": len(derived),
+        "talks": len(talks),
+        "method": derived[0].get("method"),
+        "source_words": sum(int(r.get("source_words", 0)) for r in derived),
+        "matched_words": sum(int(r.get("matched_words", 0)) for r in derived),
+        "interpolated_segments": sum(int(r.get("interpolated_segments", 0)) for r in derived),
+    }
+
+
+def segment_times_caption(summary: dict[str, Any] | None) -> str | None:
+    """A line for the eval and score tables when segment times were derived from the recognizer."""
+    if not summary:
+        return None
+    return (
+        f"segment times derived from the recognizer's words for {summary['derived_talks']} of "
+        f"{summary['talks']} talks ({summary['matched_words']} of {summary['source_words']} source words "
+        f"matched, {summary['interpolated_segments']} segments interpolated), not from a segment YAML"
+    )

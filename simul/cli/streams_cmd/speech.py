@@ -5,11 +5,12 @@ Each command has modes that share no options: reading recognizer output (--parti
 recognizing audio (--audio-dir or --audio: AsrOptions), simulating partials from the segment times
 (--simulate: SimulateOptions, acl6060 only) and whole talks (--longform). Each mode is its own function,
 given only the options it uses; the options of the modes not chosen are refused (exit 2), every one named.
+The option groups are in speech_options.py; recognizing one audio file is segment_audio.py's (a stream per
+segment) or talk_audio.py's (--longform: one stream).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,15 +33,19 @@ from simul.cli.streams_cmd.common import (
     warn,
     write_output,
 )
-from simul.cli.streams_cmd.talk_audio import TalkAsrOptions, recognize_talk_audio
+from simul.cli.streams_cmd.segment_audio import acl6060_audio, asr_segment_audio
+from simul.cli.streams_cmd.speech_options import (
+    AsrOptions,
+    AudioRequest,
+    PartialsOptions,
+    SimulateOptions,
+    not_with,
+    only_with,
+)
+from simul.cli.streams_cmd.talk_audio import TalkAsrOptions, asr_longform_audio
 from simul.common.errors import SimulError, UsageError
 from simul.common.languages import get_language
-from simul.common.safe_text import markup
 from simul.streams.acl6060 import acl6060_segments
-from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
-from simul.streams.asr.partials import StablePolicy
-from simul.streams.asr.recognizer import AsrWindow, ComputeType, RecognizerOptions, Vad
-from simul.streams.asr.run import AudioSettings, recognize_segments
 from simul.streams.longform import (
     DEFAULT_LONGFORM_INTERVAL_MS,
     MAX_TRIMMED_OVERLAP_MS,
@@ -49,123 +54,10 @@ from simul.streams.longform import (
     simulated_talks,
     talks_in_order,
 )
-from simul.streams.partials import DEFAULT_MAX_GAP_MS, PartialsImport
+from simul.streams.partials import PartialsImport
 from simul.streams.partials import partial_streams as build_partial_streams
-from simul.streams.partials.formats import AlignMode, PartialsFormat, TimeUnit
 from simul.streams.segments import Segment, line_segments, select
 from simul.streams.simulate import DEFAULT_INTERVAL_MS, simulated_streams
-
-
-@dataclass(frozen=True)
-class PartialsOptions:
-    """Reading a recognizer's output (--partials) and fitting its words to the segments."""
-
-    partials: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--partials",
-            metavar="<file>",
-            help="Recognizer output, FILE or TALK=FILE (repeatable; a talk id in the file name also works).",
-        ),
-    ] = None
-    partials_format: Annotated[
-        PartialsFormat | None,
-        typer.Option("--partials-format", help="Format of --partials (default: from the file suffix)."),
-    ] = None
-    time_unit: Annotated[
-        TimeUnit | None,
-        typer.Option("--time-unit", help="Unit of the times in --partials (default: sltev cs, else ms)."),
-    ] = None
-    align: Annotated[
-        AlignMode, typer.Option("--align", help="Assign recognized words to segments by text or by time.")
-    ] = "text"
-    max_gap_ms: Annotated[
-        float, typer.Option(help="Words up to this far (ms) outside every segment go to the nearest one.")
-    ] = DEFAULT_MAX_GAP_MS
-
-
-@dataclass(frozen=True)
-class AsrOptions:
-    """Recognizing audio (acl6060 --audio-dir, asr --audio): the recognizer and the partials it shows."""
-
-    stable: Annotated[
-        StablePolicy,
-        typer.Option(
-            "--stable",
-            help="Partials shown: all, or what the last two agree on (local-agreement: LocalAgreement-2).",
-        ),
-    ] = "none"
-    asr_model: Annotated[
-        Path | None,
-        typer.Option(
-            help="faster-whisper (CTranslate2) model folder. Default: Whisper base from the simul[asr] "
-            "packages."
-        ),
-    ] = None
-    asr_window: Annotated[
-        AsrWindow,
-        typer.Option(
-            "--asr-window", help="Encoder input: the audio so far + 3 s (trimmed) or 30 s windows (padded)."
-        ),
-    ] = "trimmed"
-    vad: Annotated[Vad, typer.Option("--vad", help="Speech gate before Whisper.")] = "silero"
-    asr_compute_type: Annotated[
-        ComputeType, typer.Option("--asr-compute-type", help="CTranslate2 compute type.")
-    ] = "int8"
-    asr_beam_size: Annotated[int, typer.Option(help="Whisper beam size (1: greedy).")] = 1
-    asr_threads: Annotated[int, typer.Option(help="CPU threads for Whisper (0: min(4, cores)).")] = 0
-
-    def settings(self, interval_ms: float | None, language: str) -> AudioSettings:
-        options = RecognizerOptions(
-            language=language,
-            beam_size=self.asr_beam_size,
-            compute_type=self.asr_compute_type,
-            threads=self.asr_threads,
-            window=self.asr_window,
-            vad=self.vad,
-        )
-        settings = AudioSettings(
-            model=self.asr_model,
-            interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
-            stable=self.stable,
-            options=options,
-        )
-        settings.check()
-        return settings
-
-
-@dataclass(frozen=True)
-class SimulateOptions:
-    """Partials simulated from the segment times (acl6060 --simulate, and its --longform talks)."""
-
-    simulate: Annotated[
-        bool, typer.Option("--simulate", help="Simulate recognizer partials from the segment times.")
-    ] = False
-    word_times: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--word-times",
-            metavar="<file>",
-            help="Word-timed transcript of a talk for --simulate, FILE or TALK=FILE (repeatable).",
-        ),
-    ] = None
-    revise_rate: Annotated[
-        float | None,
-        typer.Option(
-            "--revise-rate", help="Share of simulated partials whose last word is first misrecognized."
-        ),
-    ] = None
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated revisions.")] = 0
-
-
-def only_with(mode: str, options: list[str]) -> list[str]:
-    """The problem of options given outside the mode they belong to (none when the list is empty)."""
-    return [f"options that only apply with {mode}: {', '.join(options)}"] if options else []
-
-
-def not_with(mode: str, options: list[str], why: str = "") -> list[str]:
-    """The problem of options that the mode ``mode`` has no use for (none when the list is empty)."""
-    return [f"options that do not apply with {mode}{why}: {', '.join(options)}"] if options else []
 
 
 def _report_partials(result: PartialsImport) -> None:
@@ -192,38 +84,6 @@ def _report_partials(result: PartialsImport) -> None:
             f"{len(result.segments_not_covered)} selected segments belong to talks without partials and were "
             "skipped",
             label="note",
-        )
-
-
-def _recognize(items: list[AudioSegment], settings: AudioSettings, src: str, tgt: str) -> AudioImport:
-    """Recognize with a transient progress line on a terminal (nothing in logs: the summary says it all)."""
-    if not err_console.is_terminal:
-        return recognize_segments(items, settings, src, tgt)
-    with err_console.status("loading the recognizer") as status:
-
-        def progress(number: int, total: int, segment: Any) -> None:
-            status.update(markup(f"recognizing segment {number}/{total} ({segment.id})", newlines=False))
-
-        return recognize_segments(items, settings, src, tgt, progress)
-
-
-def _audio_what(result: AudioImport, settings: AudioSettings) -> str:
-    """The end of the summary line: recognizer, interval, speed and (with transcripts) the final WER."""
-    model = settings.model.name if settings.model is not None else "whisper-base"
-    stable = "" if settings.stable == "none" else f", {settings.stable}"
-    what = f"{model} partials every {settings.interval_ms:g} ms{stable}; RTF {result.real_time_factor:.2f}"
-    if result.errors is not None:
-        what += f", final WER {result.errors.wer:.1%}"
-    return what
-
-
-def _report_audio(result: AudioImport) -> None:
-    if result.segments_without_speech:
-        ids = ", ".join(result.segments_without_speech[:20])
-        more = "" if len(result.segments_without_speech) <= 20 else ", ..."
-        warn(
-            f"{len(result.segments_without_speech)} segments gave no transcript (no speech heard) and "
-            f"have no stream: {ids}{more}"
         )
 
 
@@ -329,39 +189,13 @@ def acl6060_command(
     what = f"acl6060 {split} en->{tgt}"
     if mode == "--audio-dir":
         assert audio_dir is not None
-        count, summary = _acl6060_audio(out, chosen, audio_dir, asr.settings(interval_ms, "en"), tgt, what)
+        count, summary = acl6060_audio(out, chosen, audio_dir, asr.settings(interval_ms, "en"), tgt, what)
     elif mode == "--simulate":
         count, summary = _acl6060_simulated(out, all_segments, chosen, simulated, interval_ms, tgt, what)
     else:
         count, summary = _partial_streams(out, all_segments, chosen, partials, "en", tgt, what)
     if as_json:
         print_json({"output": str(out), **summary, "streams": count})
-
-
-def _acl6060_audio(
-    out: Path, chosen: list[Segment], audio_dir: Path, settings: AudioSettings, tgt: str, what: str
-) -> tuple[int, dict[str, Any]]:
-    """--audio-dir: recognize the chosen segments in their talks' audio."""
-    items, without_audio = dataset_segments(chosen, audio_dir)
-    if without_audio:
-        talks = sorted({s.talk for s in without_audio})
-        warn(
-            f"{len(without_audio)} selected segments belong to talks without audio in {audio_dir} and "
-            f"were skipped (talks {', '.join(talks[:5])}{', ...' if len(talks) > 5 else ''})",
-            label="note",
-        )
-    return _write_recognized(out, items, settings, "en", tgt, what)
-
-
-def _write_recognized(
-    out: Path, items: list[AudioSegment], settings: AudioSettings, src: str, tgt: str, what: str
-) -> tuple[int, dict[str, Any]]:
-    """Recognize the segments' audio (acl6060 --audio-dir, asr --audio) and write a stream per segment."""
-    recognized = _recognize(items, settings, src, tgt)
-    _report_audio(recognized)
-    count = write_output(out, recognized.streams)
-    summary_line(count, out, 0, f"{what}, {_audio_what(recognized, settings)}")
-    return count, recognized.summary()
 
 
 def _acl6060_simulated(
@@ -473,11 +307,26 @@ def asr_command(
     else --talk), or --audio is recognized as it arrives (LocalAgreement-2 over a trimmed buffer, as
     whisper_streaming does), with the line-aligned or YAML segments as its reference segmentation."""
     refs = list(ref or [])
-    if longform and audio is not None:
-        _asr_longform_audio(
-            out, audio, source, refs, name, talk, segments, interval_ms, split_silence_ms, start, limit,
-            partials, asr, talk_asr, src_lang, tgt_lang, as_json,
-        )  # fmt: skip
+    request = None
+    if audio is not None:
+        request = AudioRequest(
+            out=out,
+            audio=audio,
+            source=source,
+            refs=refs,
+            name=name,
+            talk=talk,
+            segments=segments,
+            interval_ms=interval_ms,
+            split_silence_ms=split_silence_ms,
+            start=start,
+            limit=limit,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            as_json=as_json,
+        )
+    if longform and request is not None:
+        asr_longform_audio(request, partials, asr, talk_asr)
         return
     refuse(only_with("--audio --longform", changed(talk_asr)))
     if longform:
@@ -494,28 +343,8 @@ def asr_command(
             "pass the recognizer output with --partials FILE, or an audio file to recognize with --audio FILE"
         )
     src, tgt = get_language(src_lang).short, get_language(tgt_lang).short
-    if audio is not None:
-        refuse(only_with("--partials", changed(partials) + (["--talk"] if talk is not None else [])))
-        if segments is not None and split_silence_ms is not None:
-            raise UsageError(
-                "--split-silence-ms only applies without --segments (the YAML gives the segments)"
-            )
-        count, summary = _asr_audio(
-            out,
-            audio,
-            source,
-            refs,
-            name,
-            segments,
-            split_silence_ms,
-            start,
-            limit,
-            asr.settings(interval_ms, src),
-            src,
-            tgt,
-        )
-        if as_json:
-            print_json({"output": str(out), **summary, "streams": count})
+    if request is not None:
+        asr_segment_audio(request, partials, asr)
         return
     audio_only = changed(asr) + [
         option
@@ -541,79 +370,6 @@ def asr_command(
     )
     if as_json:
         print_json({"output": str(out), **summary, "streams": count})
-
-
-def _asr_longform_audio(
-    out: Path,
-    audio: Path,
-    source: Path | None,
-    refs: list[Path],
-    name: str | None,
-    talk: str | None,
-    segments: Path | None,
-    interval_ms: float | None,
-    split_silence_ms: float | None,
-    start: int,
-    limit: int | None,
-    partials: PartialsOptions,
-    asr: AsrOptions,
-    talk_asr: TalkAsrOptions,
-    src_lang: str,
-    tgt_lang: str,
-    as_json: bool,
-) -> None:
-    """--audio --longform: the whole recording as one stream, recognized as it arrives."""
-    refuse(
-        not_with(
-            "--audio --longform",
-            changed(partials)
-            + changed(asr, ("stable", "asr_window"))
-            + (["--talk"] if talk is not None else [])
-            + (["--split-silence-ms"] if split_silence_ms is not None else [])
-            + (["--start"] if start != 1 else [])
-            + (["--limit"] if limit is not None else []),
-            " (the recording is one stream; its words are committed by LocalAgreement-2)",
-        )
-    )
-    src, tgt = get_language(src_lang).short, get_language(tgt_lang).short
-    settings = asr.settings(None, src)
-    summary = recognize_talk_audio(
-        out,
-        audio,
-        source,
-        refs,
-        name,
-        segments,
-        settings.model,
-        settings.options,
-        talk_asr.online(interval_ms),
-        src,
-        tgt,
-    )
-    if as_json:
-        print_json(summary)
-
-
-def _asr_audio(
-    out: Path,
-    audio: Path,
-    source: Path | None,
-    refs: list[Path],
-    name: str | None,
-    segments: Path | None,
-    split_silence_ms: float | None,
-    start: int,
-    limit: int | None,
-    settings: AudioSettings,
-    src: str,
-    tgt: str,
-) -> tuple[int, dict[str, Any]]:
-    """--audio: recognize one audio file, cut by --segments or at pauses, or whole."""
-    dataset = name or (source.name.split(".")[0] if source is not None else _audio_name(audio))
-    items = file_segments(audio, dataset, segments, refs, source, split_silence_ms)
-    by_id = {item.segment.id: item for item in items}
-    chosen_items = [by_id[s.id] for s in select([i.segment for i in items], start, limit)]
-    return _write_recognized(out, chosen_items, settings, src, tgt, f"{dataset} {src}->{tgt}")
 
 
 def _longform_talks(
@@ -700,12 +456,3 @@ def _longform_talks(
     )
     if as_json:
         print_json({"output": str(out), **built.summary()})
-
-
-def _audio_name(audio: Path) -> str:
-    """Stream id prefix for an audio file: its name without the audio suffix (talk ids contain dots)."""
-    name = audio.name
-    for suffix in (".wav", ".flac", ".ogg", ".opus", ".mp3"):
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return audio.stem

@@ -25,6 +25,7 @@ from simul.metrics.latency import finalisation_steps
 from simul.metrics.longform.talk import LongformTalk, TalkSegment, text_segments
 from simul.metrics.units import target_unit, units
 from simul.streams.format import Stream
+from simul.streams.scorable import REBUILD_TIMED
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ def talk_from_records(stream: Stream, records: Sequence[StepRecord]) -> Longform
     if timed:
         if any(seg.offset_ms is None or seg.duration_ms is None for seg in stream.segments):
             raise SimulError(
-                f"{where}: the run has times but the segments do not; give offset_ms/duration_ms"
+                f"{where}: the run has times but the segments do not (no offset_ms/duration_ms on the talk "
+                f"clock); {REBUILD_TIMED}"
             )
         segments = tuple(
             TalkSegment(

@@ -47,6 +47,7 @@ from simul.runs.ingest import (
 from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
 from simul.runs.ingest.talks import talk_facts
 from simul.streams.format import Step, Stream, dumps_stream
+from simul.streams.references import segment_times_summary
 
 IngestFormat = Literal["ssbd-ref", "simulstream", "simuleval", "simul", "omnisteval", "simulstreaming"]
 INGEST_FORMATS: tuple[IngestFormat, ...] = get_args(IngestFormat)
@@ -234,6 +235,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
             "count": len(streams),
             "src": streams[0].src,
             "tgt": tgt,
+            **({"segment_times": derived} if (derived := segment_times_summary(streams)) else {}),
         },
         "methods": [method.to_json()],
         "model": {"name": name, "file": request.path.name, "sha256": file_sha},

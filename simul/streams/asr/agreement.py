@@ -11,8 +11,8 @@ Macháček et al., 2023), written anew for simul:
   and keeps the rest as the unconfirmed tail.
 
 One difference: words are compared case- and punctuation-insensitively (whisper_streaming compares the
-strings), so ``to.`` at the end of one hypothesis and ``to`` inside the next agree; the newer spelling is
-committed, as ``simul streams asr --stable local-agreement`` does.
+strings; :func:`agreement_key`), so ``to.`` at the end of one hypothesis and ``to`` inside the next agree;
+the newer spelling is committed, as ``simul streams asr --stable local-agreement`` does with the same key.
 """
 
 from __future__ import annotations
@@ -39,7 +39,15 @@ class TimedWord:
 
     @property
     def key(self) -> str:
-        return normalize_word(self.text) or self.text
+        return agreement_key(self.text)
+
+
+def agreement_key(word: str) -> str:
+    """What LocalAgreement compares a word by, on both paths (a whole recording's buffer here, a segment's
+    growing audio in :func:`simul.streams.asr.growing.agreed_prefix`): lower case without punctuation
+    (:func:`simul.streams.partials.normalize_word`, as recognized words are aligned to transcripts), the
+    word itself when nothing is left of it (a dash)."""
+    return normalize_word(word) or word
 
 
 @dataclass

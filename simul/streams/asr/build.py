@@ -28,7 +28,7 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.hashing import sha256_file
 from simul.streams.asr.audio import SAMPLE_RATE, AudioInfo, audio_info, read_audio, split_on_silence
-from simul.streams.asr.partials import Hypothesis, Recognizer, recognize_growing, segment_steps
+from simul.streams.asr.growing import Hypothesis, Recognizer, recognize_growing, segment_steps
 from simul.streams.asr.wer import WordErrors, corpus_errors
 from simul.streams.format import Step, Stream
 from simul.streams.segments import Segment, SegmentTime, read_segment_yaml, read_utf8_lines

@@ -46,6 +46,7 @@ import numpy as np
 
 from simul.common.errors import UsageError
 from simul.common.sentences import is_sentence_end
+from simul.streams.asr import schedule
 from simul.streams.asr.agreement import AgreementBuffer, TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples
 
@@ -75,6 +76,8 @@ class Recognition:
     words: tuple[TimedWord, ...]
     segment_ends_ms: tuple[float, ...]
     heard: bool = True
+    capped: bool = False  # the decoding reached its token cap (recognizer.DecodingBounds)
+    loops_dropped: int = 0  # Whisper segments dropped as loops (their compression ratio)
 
 
 class WordRecognizer(Protocol):
@@ -134,6 +137,8 @@ class Update:
     limit_cut: bool  # the buffer was cut at its limit before this recognition
     trimmed: str | None  # how it was cut after: segment, sentence, committed, pause, silence, no-words
     final: bool = False
+    capped: bool = False  # Whisper's decoding stopped at its token cap
+    loops_dropped: int = 0
 
 
 @dataclass
@@ -201,6 +206,8 @@ class OnlineRecognizer:
             heard=recognition.heard,
             limit_cut=limit_cut,
             trimmed=trimmed,
+            capped=recognition.capped,
+            loops_dropped=recognition.loops_dropped,
         )
 
     def finish(self, last: Update) -> Update:
@@ -292,17 +299,6 @@ class OnlineRecognizer:
         return kind
 
 
-def chunk_ends(duration_ms: float, interval_ms: float) -> list[float]:
-    """Audio times of the updates of the fixed schedule: every interval, and the end of the recording."""
-    ends: list[float] = []
-    tick = 1
-    while tick * interval_ms < duration_ms - 1e-6:
-        ends.append(tick * interval_ms)
-        tick += 1
-    ends.append(duration_ms)
-    return ends
-
-
 def _samples_at(ms: float) -> int:
     return round(ms * SAMPLE_RATE / 1000.0)
 
@@ -334,7 +330,7 @@ def recognize_recording(
             ready = max(ready, update.audio_ms) + update.compute_ms
             updates.append(update)
     else:
-        for end_ms in chunk_ends(duration_ms, options.interval_ms):
+        for end_ms in schedule.chunk_ends(duration_ms, options.interval_ms):
             end = len(samples) if end_ms >= duration_ms else _samples_at(end_ms)
             loop.insert_audio(samples[heard:end])
             heard = end
@@ -345,11 +341,5 @@ def recognize_recording(
 
 
 def emission_times(updates: Sequence[Update]) -> list[float]:
-    """Computation-aware emission: one recognizer working through the updates in order, each starting when
-    its audio is there and the previous one is done (``max(audio, previous) + compute``)."""
-    times: list[float] = []
-    ready = 0.0
-    for update in updates:
-        ready = max(update.audio_ms, ready) + update.compute_ms
-        times.append(ready)
-    return times
+    """Computation-aware emission of the updates (:func:`simul.streams.asr.schedule.emission_times`)."""
+    return schedule.emission_times([u.audio_ms for u in updates], [u.compute_ms for u in updates])

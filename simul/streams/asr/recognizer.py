@@ -94,6 +94,63 @@ class RecognizerOptions:
         return self.threads or min(4, os.cpu_count() or 1)
 
 
+# The token cap of a long-form update: this many tokens per second of buffer, plus EXTRA_UPDATE_TOKENS. Read
+# speech takes about 4 Whisper tokens a second with its timestamps (espeak-ng at 175 words a minute; fast
+# speakers 200), so 10 leaves room for more than twice that and stops a loop within a second's worth of it.
+UPDATE_TOKENS_PER_SECOND = 10.0
+EXTRA_UPDATE_TOKENS = 10
+# Whisper's decoder holds 448 tokens, of which faster-whisper gives the prompt up to 223: the rest is ours.
+MAX_UPDATE_TOKENS = 220
+
+
+@dataclass(frozen=True)
+class DecodingBounds:
+    """How one long-form update's decoding is bounded at the source (faster-whisper's own options).
+
+    ``tokens_per_s``: ``max_new_tokens`` = tokens_per_s x the buffer's seconds + EXTRA_UPDATE_TOKENS (at
+    most MAX_UPDATE_TOKENS; 0: no cap), so that Whisper looping on a phrase stops there instead of filling
+    its 448 tokens; ``no_repeat_ngram_size`` and ``repetition_penalty`` are passed through (0 and 1.0: off);
+    ``compression_ratio``: a Whisper segment whose text compresses better than this (gzip ratio, as
+    Whisper's own fallback rule measures repetition) is dropped as a loop, and counted (None: kept). Whisper's
+    temperature fallback is not used: it decodes again, which costs more time, not less.
+    """
+
+    tokens_per_s: float = UPDATE_TOKENS_PER_SECOND
+    no_repeat_ngram_size: int = 0
+    repetition_penalty: float = 1.0
+    compression_ratio: float | None = None
+
+    def check(self) -> None:
+        if self.tokens_per_s < 0:
+            raise UsageError(f"--asr-tokens-per-s must be 0 (no cap) or more, got {self.tokens_per_s:g}")
+        if self.no_repeat_ngram_size < 0:
+            raise UsageError(
+                f"--asr-no-repeat-ngram must be 0 (off) or more, got {self.no_repeat_ngram_size}"
+            )
+        if self.repetition_penalty <= 0:
+            raise UsageError(f"--asr-repetition-penalty must be positive, got {self.repetition_penalty:g}")
+        if self.compression_ratio is not None and self.compression_ratio <= 1:
+            raise UsageError(f"--asr-compression-ratio must be above 1, got {self.compression_ratio:g}")
+
+    def max_new_tokens(self, buffer_ms: float) -> int | None:
+        """The token cap of an update on a buffer of ``buffer_ms`` (None: no cap)."""
+        if self.tokens_per_s == 0:
+            return None
+        return min(MAX_UPDATE_TOKENS, int(self.tokens_per_s * buffer_ms / 1000.0) + EXTRA_UPDATE_TOKENS)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "max_new_tokens": (
+                f"{self.tokens_per_s:g}/s of buffer + {EXTRA_UPDATE_TOKENS}, at most {MAX_UPDATE_TOKENS}"
+                if self.tokens_per_s
+                else None
+            ),
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "repetition_penalty": self.repetition_penalty,
+            "compression_ratio_drop": self.compression_ratio,
+        }
+
+
 def collapse_loops(text: str, times: int = 3, longest: int = 8) -> str:
     """Cut a phrase of up to ``longest`` words that repeats ``times`` or more times in a row down to one.
 
@@ -139,6 +196,8 @@ def has_faster_whisper() -> bool:
 
 class WhisperRecognizer:
     """A loaded Whisper model; :meth:`recognize` is one stand-alone transcription of a whole buffer."""
+
+    bounds: DecodingBounds = DecodingBounds()  # of :meth:`words` (long-form updates); set after loading
 
     def __init__(self, model_dir: Path, options: RecognizerOptions | None = None) -> None:
         self.options = options or RecognizerOptions()
@@ -282,10 +341,13 @@ class WhisperRecognizer:
         first: a buffer without speech gives no words and Whisper does not run. Words without a letter or
         digit are dropped (Whisper looping on silence prints ". . . ." as hundreds of words: seen once in
         5 minutes of ACL 60/60 speech), and a phrase repeated three or more times in a row is cut to its
-        last occurrence (:func:`collapse_loops`).
+        last occurrence (:func:`collapse_loops`). The decoding is bounded by :attr:`bounds`
+        (:class:`DecodingBounds`): a token cap in proportion to the buffer's length, and optionally
+        faster-whisper's n-gram and repetition penalties and a compression-ratio drop.
         """
         if self.speech_span(samples) is None:
             return Recognition((), (), heard=False)
+        cap = self.bounds.max_new_tokens(1000.0 * len(samples) / SAMPLE_RATE)
         segments, _ = self._model.transcribe(
             np.ascontiguousarray(samples, dtype=np.float32),
             language=self.options.language,
@@ -295,16 +357,28 @@ class WhisperRecognizer:
             initial_prompt=prompt or None,
             word_timestamps=True,
             vad_filter=self.options.vad == "silero",
+            max_new_tokens=cap,
+            no_repeat_ngram_size=self.bounds.no_repeat_ngram_size,
+            repetition_penalty=self.bounds.repetition_penalty,
+            compression_ratio_threshold=None,
         )
         words: list[TimedWord] = []
         ends: list[float] = []
+        tokens = dropped = 0
         for segment in segments:
+            tokens += len(getattr(segment, "tokens", ()) or ())
+            ratio = getattr(segment, "compression_ratio", None)
+            limit = self.bounds.compression_ratio
+            if limit is not None and ratio is not None and float(ratio) > limit:
+                dropped += 1
+                continue
             ends.append(1000.0 * float(segment.end))
             for word in segment.words or ():
                 start, end = 1000.0 * float(word.start), 1000.0 * float(word.end)
                 words.extend(TimedWord(start, end, piece) for piece in str(word.word).split())
         kept = loop_free([w for w in words if normalize_word(w.text)])
-        return Recognition(tuple(kept), tuple(ends))
+        capped = cap is not None and tokens >= cap - 1  # a segment's tokens include its timestamps
+        return Recognition(tuple(kept), tuple(ends), capped=capped, loops_dropped=dropped)
 
 
 def loop_free(words: Sequence[TimedWord], times: int = 3, longest: int = 8) -> list[TimedWord]:

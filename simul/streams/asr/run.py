@@ -12,7 +12,7 @@ from pathlib import Path
 
 from simul.common.errors import UsageError
 from simul.streams.asr.build import AudioImport, AudioSegment, Progress, audio_streams, check_spans
-from simul.streams.asr.partials import DEFAULT_INTERVAL_MS, STABLE_POLICIES
+from simul.streams.asr.growing import DEFAULT_INTERVAL_MS, STABLE_POLICIES
 from simul.streams.asr.recognizer import RecognizerOptions, load_recognizer
 
 

@@ -21,13 +21,15 @@ small whatever the talk's length; :func:`word_times` puts them together). ``time
 (``--timing measured`` or ``online``) or ``audio_ms`` (``--timing audio``).
 
 The reference segmentation comes from ``--segments YAML`` (timed, rows of this recording) or from the lines
-of ``--source``/``--ref`` (untimed); without either the stream has no segments (no quality scores).
+of ``--source``/``--ref``; without either the stream has no segments (no quality scores). Lines get their
+times on the talk clock from the recognizer's own words (:mod:`simul.streams.asr.segment_times`), and the
+stream's ``provenance["segment_times"]`` says so, with how many words matched.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,9 +38,10 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.hashing import sha256_file
 from simul.common.limits import check_source, check_steps
+from simul.common.quarters import quarter_means
 from simul.streams import format as fmt
 from simul.streams.asr.agreement import TimedWord
-from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio
+from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio, speech_mask
 from simul.streams.asr.build import _aligned_lines, _talk_of, check_spans, file_segments
 from simul.streams.asr.online import (
     OnlineOptions,
@@ -48,11 +51,19 @@ from simul.streams.asr.online import (
     emission_times,
     recognize_recording,
 )
+from simul.streams.asr.segment_times import DerivedTimes, derive_segment_times
 from simul.streams.asr.wer import WordErrors, word_errors
 from simul.streams.longform import fit_talk_segments
 from simul.streams.segments import Segment, read_utf8_lines
 
 Progress = Callable[[int, float, float], None]  # (updates so far, audio heard ms, recording ms)
+# A reference file whose line lengths correlate less than this with the transcript's is refused (another
+# talk's translation); judged from this many lines on.
+MIN_LENGTH_CORRELATION = 0.5
+MIN_LINES_JUDGED = 10
+# The summary's runaway updates: over this long (ms), and the slowest this many listed.
+SLOW_UPDATE_MS = 1500.0
+SLOWEST_SHOWN = 5
 
 
 @dataclass
@@ -65,6 +76,7 @@ class TalkRecognition:
     duration_ms: float
     load_seconds: float = 0.0
     errors: WordErrors | None = None
+    derived: DerivedTimes | None = None
 
     @property
     def recognitions(self) -> list[Update]:
@@ -81,6 +93,36 @@ class TalkRecognition:
     def cost_by_quarter(self) -> list[float]:
         """Mean compute time (ms) per recognition in each quarter of the recognitions, in order."""
         return cost_by_quarter([u.compute_ms for u in self.recognitions])
+
+    def slow_updates(self) -> dict[str, Any]:
+        """Runaway updates: the median, how many took over twice it, how many over SLOW_UPDATE_MS in each
+        half of the recording, the slowest :data:`SLOWEST_SHOWN`, and how many hit Whisper's token cap or
+        lost a segment as a loop (recognizer.DecodingBounds)."""
+        runs = self.recognitions
+        costs = [u.compute_ms for u in runs]
+        median = statistics.median(costs) if costs else 0.0
+        half = len(runs) // 2
+        slowest = sorted(range(len(runs)), key=lambda k: -costs[k])[:SLOWEST_SHOWN]
+        return {
+            "update_ms_median": round(median, 1),
+            "updates_over_2x_median": sum(1 for c in costs if c > 2 * median),
+            "updates_over_1500ms_by_half": [
+                sum(1 for c in costs[:half] if c > SLOW_UPDATE_MS),
+                sum(1 for c in costs[half:] if c > SLOW_UPDATE_MS),
+            ],
+            "slowest_updates": [
+                {
+                    "update": k + 1,
+                    "audio_s": round(runs[k].audio_ms / 1000.0, 3),
+                    "compute_ms": round(costs[k], 1),
+                    "buffer_s": round(runs[k].buffer_ms / 1000.0, 3),
+                    "capped": runs[k].capped,
+                }
+                for k in slowest
+            ],
+            "capped_updates": sum(1 for u in runs if u.capped),
+            "loops_dropped": sum(u.loops_dropped for u in runs),
+        }
 
     def summary(self) -> dict[str, Any]:
         quarters = self.cost_by_quarter()
@@ -107,20 +149,21 @@ class TalkRecognition:
             ],
             "cost_growth": round(quarters[-1] / quarters[0], 3) if quarters and quarters[0] > 0 else None,
             "final_lag_s": round((ready[-1] - self.duration_ms) / 1000.0, 3) if ready else None,
+            **self.slow_updates(),
             "model_load_s": round(self.load_seconds, 3),
         }
         if self.errors is not None:
             out["committed_wer"] = self.errors.to_json()
+        if self.derived is not None:
+            out["segment_times"] = self.derived.to_json()
         return out
 
 
 def cost_by_quarter(values: Sequence[float]) -> list[float]:
-    """Means of the four quarters of ``values`` (by position; fewer than four values: one mean each)."""
-    if not values:
-        return []
-    parts = min(4, len(values))
-    bounds = [round(k * len(values) / parts) for k in range(parts + 1)]
-    return [sum(values[a:b]) / (b - a) for a, b in itertools.pairwise(bounds)]
+    """Means of the quarters of ``values`` by position, split as simul eval's talk cost splits a talk's
+    updates (update i of n in quarter floor(4 i / n): ``simul.common.quarters.quarter_means``), so that
+    the recognizer's ``cost_growth`` and a run's are comparable; fewer than four values: one mean each."""
+    return quarter_means(values)
 
 
 def talk_segments(
@@ -137,24 +180,57 @@ def talk_segments(
         check_spans(items)
         fitted, _ = fit_talk_segments(talk, [item.segment for item in items])
         return fitted
-    files = ([source] if source is not None else []) + list(references)
-    if not files:
+    if source is None:
+        if references:
+            raise SimulError(
+                f"--ref {references[0]} without --segments: the reference lines need times on the recording, "
+                "found by aligning the recognized words to the source lines; pass --source TRANSCRIPT (the "
+                "recording's transcript, one line per reference line) or --segments YAML"
+            )
         return []
-    count = len(read_utf8_lines(files[0], "source transcript" if source else "reference file"))
-    rows_from = f"the lines of {files[0]}"
-    transcripts = _aligned_lines(source, "source transcript", count, rows_from) if source else None
+    count = len(read_utf8_lines(source, "source transcript"))
+    rows_from = f"the lines of {source}"
+    transcripts = _aligned_lines(source, "source transcript", count, rows_from)
     translations = [_aligned_lines(path, "reference file", count, rows_from) for path in references]
+    for path, lines in zip(references, translations, strict=True):
+        check_translation_lengths(transcripts, lines, source, path)
     return [
         Segment(
             id=f"{name}-{line + 1}",
             line=line + 1,
             talk=talk,
-            source=transcripts[line] if transcripts else "",
+            source=transcripts[line],
             reference=translations[0][line] if translations else None,
             more_references=tuple(other[line] for other in translations[1:]),
         )
         for line in range(count)
     ]
+
+
+def check_translation_lengths(
+    sources: Sequence[str], translations: Sequence[str], source: Path, ref: Path
+) -> None:
+    """Refuse a reference file whose line lengths do not follow the transcript's, as a translation's do.
+
+    Line for line, a translation's length follows its source's: on ACL 60/60 dev (talk 2022.acl-long.110)
+    the Pearson correlation of the character counts of the English and German lines is 0.95 to 0.99 over
+    its first 10 to 108 lines, and -0.2 to 0.16 against the German lines of any other dev talk. Below
+    :data:`MIN_LENGTH_CORRELATION` over at least :data:`MIN_LINES_JUDGED` lines the file is taken for another
+    talk's (or shifted by a line), before anything is recognized.
+    """
+    if len(sources) < MIN_LINES_JUDGED:
+        return
+    a = [float(len(x)) for x in sources]
+    b = [float(len(x)) for x in translations]
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        return
+    r = statistics.correlation(a, b)
+    if r < MIN_LENGTH_CORRELATION:
+        raise SimulError(
+            f"{ref}: its line lengths do not follow those of {source} (correlation {r:.2f} over "
+            f"{len(sources)} lines; a translation's is near 0.9): is it the translation of another talk, or "
+            "are its lines shifted? Pass the reference file of this recording, line-aligned with --source"
+        )
 
 
 def talk_steps(updates: Sequence[Update], committed: Sequence[TimedWord], timing: str) -> list[fmt.Step]:
@@ -245,6 +321,18 @@ def recognize_talk(
     check_steps(len(steps), f"talk {stream_id} (a larger --interval-ms gives fewer steps)")
     check_source(steps[-1].source, f"talk {stream_id}")
     talk = _talk_of(audio)
+    derived = None
+    if segments and not all(s.timed for s in segments):
+        final_words = steps[-1].source.split()
+        derived = derive_segment_times(
+            segments,
+            final_words,
+            word_times(steps)[-1],
+            duration_ms,
+            f"recording {audio}",
+            speech_mask(samples),
+        )
+        segments = derived.segments
     transcript = " ".join(s.source for s in segments if s.source)
     asr: dict[str, Any] = {
         **describe,
@@ -275,6 +363,7 @@ def recognize_talk(
         updates=updates,
         loop=loop,
         duration_ms=duration_ms,
+        derived=derived,
     )
     if transcript:
         result.errors = word_errors(transcript, steps[-1].source)
@@ -292,6 +381,10 @@ def recognize_talk(
                 "trims",
                 "update_ms_by_quarter",
                 "update_cpu_ms_by_quarter",
+                "update_ms_median",
+                "updates_over_2x_median",
+                "capped_updates",
+                "loops_dropped",
             )
         }
     )
@@ -305,6 +398,8 @@ def recognize_talk(
         "partials": {"source": "asr", "asr": asr},
         "time_origin": "talk_start",
     }
+    if derived is not None:
+        provenance["segment_times"] = derived.to_json()
     if transcript:
         provenance["transcript"] = transcript
     result.stream = replace(result.stream, provenance=provenance)

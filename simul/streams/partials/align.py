@@ -128,25 +128,46 @@ def _nearest(
     return best if _distance(time_ms, segments[best]) <= max_gap_ms else None
 
 
+def _aligned(
+    hyp: Sequence[str], ref: Sequence[str]
+) -> tuple[list[int | None], list[bool], list[tuple[int, int]]]:
+    """The minimum-edit word alignment of ``hyp`` to ``ref``: per hypothesis word the reference word it
+    aligns to (matched or substituted; None when the reference lacks it), whether it matched exactly, and
+    for a word the reference lacks the ``(prev_ref, next_ref)`` around it (-1 marks a missing neighbour)."""
+    index: list[int | None] = [None] * len(hyp)
+    equal = [False] * len(hyp)
+    gaps: list[tuple[int, int]] = [(-1, -1)] * len(hyp)
+    matcher = SequenceMatcher(None, list(hyp), list(ref), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                index[i1 + k] = j1 + k
+                equal[i1 + k] = True
+        elif tag == "replace":
+            for k in range(i2 - i1):
+                index[i1 + k] = j1 + (k * (j2 - j1)) // (i2 - i1)
+        elif tag == "delete":  # words the hypothesis has and the reference lacks
+            for k in range(i1, i2):
+                gaps[k] = (j1 - 1, j1 if j1 < len(ref) else -1)
+    return index, equal, gaps
+
+
+def reference_words(hyp: Sequence[str], ref: Sequence[str]) -> tuple[list[int | None], list[bool]]:
+    """The alignment that ``text`` alignment assigns words to segments by, for other users (the derived
+    segment times of :mod:`simul.streams.asr.segment_times`): per hypothesis word, the index of the reference
+    word it aligns to (matched or substituted; None for a word the reference lacks) and whether it matched
+    exactly. Compare normalized words (:func:`normalize_word`)."""
+    index, equal, _ = _aligned(hyp, ref)
+    return index, equal
+
+
 def _map_opcodes(
     hyp: list[str], ref: list[str], ref_seg: Sequence[int | None]
 ) -> tuple[list[int | None], list[tuple[int, int]]]:
     """Segments of hypothesis words aligned to reference words; also the ``(prev_ref, next_ref)`` of each
     hypothesis word that has no counterpart (-1 marks a missing neighbour), for the caller to place."""
-    result: list[int | None] = [None] * len(hyp)
-    gaps: list[tuple[int, int]] = [(-1, -1)] * len(hyp)
-    matcher = SequenceMatcher(None, hyp, ref, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            for k in range(i2 - i1):
-                result[i1 + k] = ref_seg[j1 + k]
-        elif tag == "replace":
-            for k in range(i2 - i1):
-                result[i1 + k] = ref_seg[j1 + (k * (j2 - j1)) // (i2 - i1)]
-        elif tag == "delete":  # words the hypothesis has and the reference lacks
-            for k in range(i1, i2):
-                gaps[k] = (j1 - 1, j1 if j1 < len(ref) else -1)
-    return result, gaps
+    index, _, gaps = _aligned(hyp, ref)
+    return [None if j is None else ref_seg[j] for j in index], gaps
 
 
 def _assign_text(words: list[_Word], segments: Sequence[Segment], max_gap_ms: float) -> list[int | None]:

@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 
 from simul.common.errors import UsageError
-from simul.streams.asr.partials import (
-    Hypothesis,
-    agreed_prefix,
-    audio_times,
-    emission_times,
-    segment_steps,
-    shown_texts,
-)
+from simul.streams.asr.growing import Hypothesis, agreed_prefix, segment_steps, shown_texts
 from simul.streams.asr.recognizer import collapse_loops
+from simul.streams.asr.schedule import chunk_ends, emission_times
 from simul.streams.asr.wer import corpus_errors, normalize, word_errors
 from simul.streams.format import Stream
 
@@ -22,12 +16,12 @@ def _hyps(*items: tuple[float, float, str]) -> list[Hypothesis]:
     return [Hypothesis(a, c, t, final=i == len(items) - 1) for i, (a, c, t) in enumerate(items)]
 
 
-def test_audio_times_every_interval_then_the_end() -> None:
-    assert audio_times(2_300.0, 500.0) == [500.0, 1_000.0, 1_500.0, 2_000.0, 2_300.0]
-    assert audio_times(2_000.0, 500.0) == [500.0, 1_000.0, 1_500.0, 2_000.0]  # no partial at the end itself
-    assert audio_times(300.0, 500.0) == [300.0]
+def test_chunk_ends_every_interval_then_the_end() -> None:
+    assert chunk_ends(2_300.0, 500.0) == [500.0, 1_000.0, 1_500.0, 2_000.0, 2_300.0]
+    assert chunk_ends(2_000.0, 500.0) == [500.0, 1_000.0, 1_500.0, 2_000.0]  # no partial at the end itself
+    assert chunk_ends(300.0, 500.0) == [300.0]
     with pytest.raises(UsageError, match="--interval-ms must be positive"):
-        audio_times(1_000.0, 0.0)
+        chunk_ends(1_000.0, 0.0)
 
 
 def test_emission_times_queue_behind_a_slow_recognizer() -> None:
@@ -139,3 +133,30 @@ def test_collapse_loops() -> None:
     text = "It was the best of times, it was the worst of times"
     assert collapse_loops(text) == text
     assert collapse_loops("") == ""
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Let's go to.", "lets go to the park."),
+        ("We don't know", "We dont know yet"),
+        ("a task-oriented dialogue", "A Task-Oriented, dialog"),
+        ("Hello — there", "hello – there friend"),
+        ("one two three", "four five"),
+    ],
+)
+def test_both_paths_agree_on_the_same_words(older: str, newer: str) -> None:
+    """LocalAgreement-2 over a segment's hypotheses (agreed_prefix) and over the long-form buffer
+    (AgreementBuffer) commit the same words: one key (agreement_key) compares them."""
+    from simul.streams.asr.agreement import AgreementBuffer, TimedWord
+
+    def timed(text: str) -> list[TimedWord]:
+        return [TimedWord(100.0 * k, 100.0 * k + 80, w) for k, w in enumerate(text.split())]
+
+    buffer = AgreementBuffer()
+    buffer.insert(timed(older))
+    assert buffer.flush() == []
+    committed = buffer.flush() if buffer.insert(timed(newer)) == 0 else []
+    agreed = agreed_prefix(older, newer).split()
+    assert len(committed) == len(agreed)
+    assert [w.text for w in committed][:-1] == agreed[:-1]

@@ -7,9 +7,10 @@ transcript. Each hypothesis has two times, both recorded:
 * ``audio_ms``: how much audio it heard (kept in the step's ``extra``);
 * ``time_ms``: when it would have been emitted by one recognizer working through the steps in order, as
   audio arrives: a step starts when its audio is there and the previous step is done, and takes the
-  measured compute time, so ``time_ms = max(audio_ms, previous time_ms) + compute_ms``. Times never
-  decrease. A recognizer slower than real time falls behind within a segment (``waited`` steps started
-  late); each segment starts afresh at its own offset, as if it had the recognizer to itself.
+  measured compute time, so ``time_ms = max(audio_ms, previous time_ms) + compute_ms``
+  (:mod:`simul.streams.asr.schedule`, as for a whole recording). Times never decrease. A recognizer
+  slower than real time falls behind within a segment (``waited`` steps started late); each segment starts
+  afresh at its own offset, as if it had the recognizer to itself.
 
 Steps (:func:`segment_steps`) are the hypotheses shown to the translator: the raw hypothesis (``raw``) or,
 with ``local-agreement``, only what the last two hypotheses agree on (LocalAgreement-2: the longest common
@@ -29,8 +30,9 @@ from typing import Literal, Protocol, get_args
 
 from simul.common.errors import UsageError
 from simul.common.sequences import common_prefix_length
+from simul.streams.asr.agreement import agreement_key
 from simul.streams.asr.audio import SAMPLE_RATE, Samples
-from simul.streams.asr.wer import normalize
+from simul.streams.asr.schedule import chunk_ends, emission_times
 from simul.streams.format import Step
 
 StablePolicy = Literal["none", "local-agreement"]
@@ -53,23 +55,10 @@ class Hypothesis:
     final: bool
 
 
-def audio_times(duration_ms: float, interval_ms: float) -> list[float]:
-    """When partials are taken (every interval before the end), then the end for the final transcript."""
-    if interval_ms <= 0:
-        raise UsageError(f"--interval-ms must be positive, got {interval_ms:g}")
-    times: list[float] = []
-    tick = 1
-    while tick * interval_ms < duration_ms - 1e-6:
-        times.append(tick * interval_ms)
-        tick += 1
-    times.append(duration_ms)
-    return times
-
-
 def recognize_growing(recognizer: Recognizer, samples: Samples, interval_ms: float) -> list[Hypothesis]:
     """Hypotheses of the growing audio of one segment, the last one on all of it (final)."""
     duration_ms = 1000.0 * len(samples) / SAMPLE_RATE
-    marks = audio_times(duration_ms, interval_ms)
+    marks = chunk_ends(duration_ms, interval_ms)
     hypotheses: list[Hypothesis] = []
     for index, audio_ms in enumerate(marks):
         final = index == len(marks) - 1
@@ -81,23 +70,15 @@ def recognize_growing(recognizer: Recognizer, samples: Samples, interval_ms: flo
     return hypotheses
 
 
-def emission_times(audio_ms: Sequence[float], compute_ms: Sequence[float]) -> list[float]:
-    """One recognizer, steps in order: a step starts when its audio is there and the previous one is done."""
-    times: list[float] = []
-    ready = 0.0
-    for heard, compute in zip(audio_ms, compute_ms, strict=True):
-        ready = max(heard, ready) + compute
-        times.append(ready)
-    return times
-
-
 def agreed_prefix(older: str, newer: str) -> str:
-    """LocalAgreement-2: the words both hypotheses start with (compared normalized), spelled as in ``newer``.
+    """LocalAgreement-2: the words both hypotheses start with (compared by
+    :func:`simul.streams.asr.agreement.agreement_key`, as the long-form loop compares them), spelled as in
+    ``newer``.
 
     Punctuation after the last agreed word is dropped: Whisper ends every hypothesis with a full stop.
     """
     old_words, new_words = older.split(), newer.split()
-    count = common_prefix_length([normalize(w) for w in old_words], [normalize(w) for w in new_words])
+    count = common_prefix_length([agreement_key(w) for w in old_words], [agreement_key(w) for w in new_words])
     if count == 0:
         return ""
     words = new_words[:count]
