@@ -40,7 +40,9 @@ class ScriptedLoad:
 
 def test_a_scripted_load_makes_the_chooser_switch_and_say_why() -> None:
     load = ScriptedLoad()
-    follower = LoadFollower(2, load.applied.append, clock=lambda: load.now, pressure=lambda: load.pressure)
+    follower = LoadFollower(
+        2, load.applied.append, clock=lambda: load.now, pressure=lambda: load.pressure, placement=dict
+    )
     follower.calibrated({2: 0.010, 1: 0.018})  # before the run: 10 ms on 2 threads, 18 ms on 1
     load.passes(follower, 10.5, 5)  # idle: as calibrated
     assert follower.changes == [] and follower.threads == 2
@@ -78,13 +80,73 @@ def test_without_calibration_the_fastest_window_is_the_cost_and_a_lone_burst_of_
     None
 ):
     load = ScriptedLoad()
-    follower = LoadFollower(4, load.applied.append, clock=lambda: load.now, pressure=lambda: load.pressure)
+    follower = LoadFollower(
+        4, load.applied.append, clock=lambda: load.now, pressure=lambda: load.pressure, placement=dict
+    )
     load.passes(follower, 10, 3)
     load.pressure = 90.0
     load.passes(follower, 12, 3)  # pressure alone, passes 1.2x: below even the lowered bar (1.3x)
     assert load.applied == []
     load.passes(follower, 14, 3)  # 1.4x under high pressure
     assert load.applied == [1] and "1.4x their cost on 4 threads" in follower.changes[0].reason
+
+
+def test_threads_stacked_on_one_cpu_make_it_go_down_to_one() -> None:
+    """The slow phases' cause: llama.cpp's two threads on one CPU (their passes are as fast as calibrated
+    here, so only the placement can decide)."""
+    load = ScriptedLoad()
+    ran = {11: 0.0, 12: 0.0, 13: 0.0}  # the main thread, OpenMP's worker, an idle helper thread
+    where = {11: 0, 12: 1, 13: 1}
+
+    def placement() -> dict[int, tuple[float, int]]:
+        return {tid: (ran[tid], where[tid]) for tid in ran}
+
+    def passes(seconds: float) -> None:
+        end = load.now + seconds
+        while load.now < end:
+            load.now += 0.01
+            ran[11] += 0.005
+            ran[12] += 0.005
+            follower.after_pass(1, 0.01)
+
+    follower = LoadFollower(
+        2, load.applied.append, clock=lambda: load.now, pressure=lambda: 90.0, placement=placement, cpus=2
+    )
+    follower.calibrated({2: 0.010})
+    passes(5)  # on two CPUs: nothing to do
+    assert load.applied == []
+    where[12] = 0  # both on CPU 0
+    passes(1.05)  # one check sees it: not yet
+    assert load.applied == []
+    passes(1.05)
+    assert load.applied == [1]
+    why = follower.changes[0].reason
+    assert why.startswith("llama.cpp's 2 threads all ran on CPU 0 in 2 checks in a row")
+    assert why.endswith("CPU pressure 90%")
+    passes(60)  # the pressure stays: no probe
+    assert load.applied == [1]
+    # one CPU allowed: the placement means nothing
+    alone = LoadFollower(2, load.applied.append, clock=lambda: load.now, placement=placement, cpus=1)
+    alone.calibrated({2: 0.010})
+    for _ in range(500):
+        load.now += 0.01
+        alone.after_pass(1, 0.01)
+    assert alone.changes == []
+
+
+def test_thread_placement_reads_this_process() -> None:
+    import threading
+
+    placed = load_following.thread_placement()
+    if not placed:
+        pytest.skip("no /proc/self/task here")
+    assert threading.get_native_id() in placed
+    ran, cpu = placed[threading.get_native_id()]
+    assert ran > 0 and cpu >= 0
+    before = {1: (0.0, 0), 2: (0.0, 0), 3: (0.0, 1)}
+    assert load_following.stacked_cpu(before, {1: (0.5, 0), 2: (0.5, 0), 3: (0.001, 1)}, 1.0) == 0
+    assert load_following.stacked_cpu(before, {1: (0.5, 0), 2: (0.5, 1), 3: (0.0, 1)}, 1.0) is None
+    assert load_following.stacked_cpu(before, {1: (0.5, 0), 2: (0.0, 0), 3: (0.0, 1)}, 1.0) is None
 
 
 def test_cpu_pressure_reads_psi_and_says_none_without_it(tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ class Engine:
             if draft is not None:
                 draft.backend.set_threads(n)
 
-        follower = LoadFollower(backend.n_threads, apply)
+        follower = LoadFollower(backend.n_threads, apply, cpus=self.threads.cpus)
         backend.follower = follower
         return follower
 

@@ -14,10 +14,17 @@ The rule, checked after a forward pass once CHECK_SECONDS have passed since the 
 passes since then (RT's passes, a draft model's, the first pass of every SSBD update: the pass whose cost
 calibration measured):
 
-* on ``top`` threads (the automatic count: cores, affinity, cgroup quota; simul.machine.threads), the
-  mean pass against the calibrated cost of a pass on ``top`` threads (simul.machine.calibration, before the
-  run; without calibration, the fastest window seen so far on that count): more than SLOW times it, and
-  slower than a one-thread pass is known to be, in SLOW_WINDOWS checks in a row, goes down to 1 thread.
+* on ``top`` threads (the automatic count: cores, affinity, cgroup quota; simul.machine.threads), when
+  every thread of the process that was busy since the last check last ran on one and the same CPU, in
+  STACKED_CHECKS checks in a row, it goes down to 1 thread. This is the slow phases' cause (issue 53,
+  docs/results.md "Busy machines"): where no CPU is idle, a woken thread is placed on its waker's CPU, so
+  llama.cpp's threads end up sharing one CPU beside the busy processes; then every barrier of a pass
+  (hundreds per token) is a context switch between them, or a spin of the waiting thread on the CPU that
+  the thread it waits for needs. Two threads on one CPU cannot beat one thread there.
+* on ``top`` threads, also: the mean pass against the calibrated cost of a pass on ``top`` threads
+  (simul.machine.calibration, before the run; without calibration, the fastest window seen so far on that
+  count): more than SLOW times it, and slower than a one-thread pass is known to be, in SLOW_WINDOWS checks
+  in a row, goes down to 1 thread.
   Linux's CPU pressure (``/proc/pressure/cpu``, the share of the last 10 s in which a runnable task waited
   for a CPU) is recorded with the reason, and a pressure above PRESSURE_HIGH lowers the bar to
   PRESSURE_SLOW.
@@ -48,6 +55,8 @@ PRESSURE_HIGH = 40.0  # % of the last 10 s some runnable task waited for a CPU
 PRESSURE_SLOW = 1.3  # the bar for going down when the pressure is high
 PROBE_SECONDS = 10.0  # on 1 thread: try `top` again after this long
 MAX_PROBE_SECONDS = 120.0
+BUSY_SHARE = 0.05  # a thread that ran this share of a check's interval is one of llama.cpp's busy threads
+STACKED_CHECKS = 2  # llama.cpp's threads on one CPU in this many checks in a row: go down to 1
 
 
 def cpu_pressure(path: Path = PRESSURE_FILE) -> float | None:
@@ -62,6 +71,42 @@ def cpu_pressure(path: Path = PRESSURE_FILE) -> float | None:
         return float(fields["avg10"])
     except (KeyError, ValueError):
         return None
+
+
+TASKS = Path("/proc/self/task")
+
+
+def thread_placement(tasks: Path = TASKS) -> dict[int, tuple[float, int]]:
+    """Per thread of this process: (seconds it has run, the CPU it last ran on), from
+    ``/proc/self/task/*/schedstat`` and field 39 of ``stat``; empty where unreadable (not Linux)."""
+    out: dict[int, tuple[float, int]] = {}
+    try:
+        tids = [int(t.name) for t in tasks.iterdir() if t.name.isdigit()]
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            ran = int((tasks / str(tid) / "schedstat").read_text().split()[0]) / 1e9
+            cpu = int((tasks / str(tid) / "stat").read_text().rsplit(")", 1)[1].split()[36])
+        except (OSError, ValueError, IndexError):
+            continue
+        out[tid] = (ran, cpu)
+    return out
+
+
+def stacked_cpu(
+    before: dict[int, tuple[float, int]], after: dict[int, tuple[float, int]], seconds: float
+) -> int | None:
+    """The CPU on which every thread that ran for at least BUSY_SHARE of ``seconds`` between two
+    placements ended, when there are two or more such threads and they share one CPU; else None."""
+    if seconds <= 0:
+        return None
+    busy = [
+        cpu
+        for tid, (ran, cpu) in after.items()
+        if tid in before and ran - before[tid][0] >= BUSY_SHARE * seconds
+    ]
+    return busy[0] if len(busy) >= 2 and len(set(busy)) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -96,6 +141,8 @@ class LoadFollower:
         apply: Callable[[int], None],
         clock: Callable[[], float] = time.monotonic,
         pressure: Callable[[], float | None] | None = None,
+        placement: Callable[[], dict[int, tuple[float, int]]] | None = None,
+        cpus: int = 2,
     ) -> None:
         if top < 2:
             raise ValueError(f"a load follower needs 2 threads or more to choose from, got {top}")
@@ -104,8 +151,13 @@ class LoadFollower:
         self._apply = apply
         self._clock = clock
         self._pressure = pressure
+        self._placement = placement
+        self._cpus = cpus  # CPUs this process may run on: stacking means something only with 2 or more
+        self._placed = self._place()
+        self._stacked_checks = 0
         self._start = clock()
         self._last_check = self._start
+        self._last_check_before = self._start
         self._last_change = self._start
         self._probe_wait = PROBE_SECONDS
         self._probing = False
@@ -137,11 +189,18 @@ class LoadFollower:
             return
         mean = sum(self._window) / len(self._window)
         self._window = []
-        self._last_check = now
+        self._last_check_before, self._last_check = self._last_check, now
         self._decide(now, mean)
+
+    def _place(self) -> dict[int, tuple[float, int]]:
+        return (self._placement or thread_placement)() if self._cpus >= 2 else {}
 
     def _decide(self, now: float, mean: float) -> None:
         n = self.threads
+        placed, elapsed = self._place(), now - self._last_check_before
+        cpu = stacked_cpu(self._placed, placed, elapsed) if n > 1 else None
+        self._placed = placed
+        self._stacked_checks = self._stacked_checks + 1 if cpu is not None else 0
         if n not in self._calibrated and (n not in self.expected or mean < self.expected[n]):
             self.expected[n] = mean  # the fastest window on this count, where calibration did not say
         pressure = (self._pressure or cpu_pressure)()
@@ -160,10 +219,18 @@ class LoadFollower:
                     )
                     return
                 self._probe_wait = PROBE_SECONDS
+            if cpu is not None and self._stacked_checks >= STACKED_CHECKS:
+                self._change(
+                    now,
+                    1,
+                    f"llama.cpp's {n} threads all ran on CPU {cpu} in {self._stacked_checks} checks in a row "
+                    f"(every barrier a context switch; {1000 * mean:.1f} ms a one-token pass){said}",
+                )
+                return
             base = self.expected.get(n)
             alone = self.expected.get(1)
             bar = PRESSURE_SLOW if pressure is not None and pressure > PRESSURE_HIGH else SLOW
-            slow = bool(base) and mean > bar * base and (alone is None or mean > alone)
+            slow = base is not None and mean > bar * base and (alone is None or mean > alone)
             self._slow_windows = self._slow_windows + 1 if slow else 0
             if base and self._slow_windows >= SLOW_WINDOWS:
                 self._change(
@@ -185,6 +252,8 @@ class LoadFollower:
         self._last_change = now
         self._window = []
         self._slow_windows = 0
+        self._stacked_checks = 0
+        self._placed = self._place()
 
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.changes]
