@@ -27,6 +27,7 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 
@@ -124,6 +125,94 @@ def apply_patches(source: Path, patches: list[Path]) -> None:
         print(f"llama-cpp-python: applied {path.name}", file=sys.stderr)
 
 
+class UnsafeArchive(Exception):
+    """A member of an archive that would be written outside the directory it is unpacked into."""
+
+
+def _outside(path: str) -> bool:
+    return path == ".." or path.startswith("../")
+
+
+def checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The archive's members, each checked and cleaned as Python's ``filter="data"`` would (which came only
+    in Python 3.11.4; Debian 12's python3 is 3.11.2); raises UnsafeArchive naming the first member that is
+    refused.
+
+    Refused: absolute names, names that climb out of the directory (``..``), devices and FIFOs, links with
+    an absolute target or one that leads outside, a name that goes through a symbolic link of the archive
+    (``link/file`` where ``link`` is one: the file would land where the link points), and a link target that
+    goes through another link on its way (``link/../x`` resolves from where ``link`` points). Every check is
+    on the names alone, over the whole archive, so the order of the members cannot defeat it; the directory
+    unpacked into must be new (download_source's is). Kept: regular files, directories and links inside,
+    with set-user-ID, set-group-ID, sticky and group/other write bits cleared and the owner set to the
+    current user (no chown to the archive's owner when run as root)."""
+    members = tar.getmembers()
+    names = [os.path.normpath(m.name) for m in members]
+    links = {name for name, m in zip(names, members, strict=True) if m.issym()}
+    seen = Counter(names)
+
+    def through_link(path: str) -> bool:
+        parts = path.split("/")
+        return any("/".join(parts[:i]) in links for i in range(1, len(parts)))
+
+    def link_target(start: str, target: str, member: str) -> None:
+        """Walk ``target`` from directory ``start`` component by component, as the kernel would."""
+        if target.startswith("/"):
+            raise UnsafeArchive(f"{member}: link to an absolute path ({target})")
+        stack = [p for p in start.split("/") if p not in ("", ".")]
+        components = [p for p in target.split("/") if p not in ("", ".")]
+        for i, part in enumerate(components):
+            if part == "..":
+                if not stack:
+                    raise UnsafeArchive(f"{member}: link leads outside the directory ({target})")
+                stack.pop()
+                continue
+            stack.append(part)
+            if "/".join(stack) in links and i < len(components) - 1:
+                raise UnsafeArchive(f"{member}: link target goes through another link ({target})")
+
+    uid, gid = os.getuid(), os.getgid()
+    for name, member in zip(names, members, strict=True):
+        if member.name.startswith("/") or os.path.isabs(member.name):
+            raise UnsafeArchive(f"{member.name}: absolute path")
+        if _outside(name):
+            raise UnsafeArchive(f"{member.name}: outside the directory")
+        if through_link(name):
+            raise UnsafeArchive(f"{member.name}: goes through a link of the archive")
+        if member.issym():
+            if seen[name] > 1:
+                raise UnsafeArchive(f"{member.name}: a link and another member of the same name")
+            link_target(os.path.dirname(name), member.linkname, member.name)
+        elif member.islnk():
+            target = os.path.normpath(member.linkname)
+            if member.linkname.startswith("/") or _outside(target):
+                raise UnsafeArchive(f"{member.name}: hard link outside the directory ({member.linkname})")
+            if through_link(target):
+                raise UnsafeArchive(f"{member.name}: hard link through a link ({member.linkname})")
+        elif not (member.isreg() or member.isdir()):
+            raise UnsafeArchive(f"{member.name}: not a file, directory or link")
+        member.mode &= 0o755  # no set-ID or sticky bits, no group/other write
+        member.mode |= 0o700 if member.isdir() else 0o600
+        member.uid, member.gid, member.uname, member.gname = uid, gid, "", ""
+    return members
+
+
+def unpack(archive: Path, into: Path, data_filter: bool | None = None) -> None:
+    """Unpack ``archive`` into the new directory ``into``: with ``filter="data"`` where this Python has it
+    (3.11.4+), else with checked_members (``data_filter=False`` forces that, for tests). Exits naming the
+    archive and the member when a member is unsafe."""
+    if data_filter is None:
+        data_filter = hasattr(tarfile, "data_filter")
+    try:
+        with tarfile.open(archive) as tar:
+            if data_filter:
+                tar.extractall(into, filter="data")
+            else:
+                tar.extractall(into, members=checked_members(tar))
+    except (UnsafeArchive, tarfile.TarError) as exc:
+        raise SystemExit(f"{archive.name}: refused to unpack: {exc}") from exc
+
+
 def download_source(version: str, into: Path) -> Path:
     """The llama-cpp-python source archive from the package index, unpacked; returns its directory."""
     cmd = [
@@ -142,8 +231,7 @@ def download_source(version: str, into: Path) -> Path:
     archives = sorted(into.glob("llama_cpp_python-*.tar.gz"))
     if done.returncode != 0 or not archives:
         raise SystemExit(f"could not download the llama-cpp-python {version} source archive")
-    with tarfile.open(archives[0]) as tar:
-        tar.extractall(into, filter="data")
+    unpack(archives[0], into)
     sources = [p for p in into.iterdir() if p.is_dir() and p.name.startswith("llama_cpp_python-")]
     if len(sources) != 1:
         raise SystemExit(f"unexpected contents in {archives[0].name}")

@@ -44,31 +44,48 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--policy", choices=("passive", "spin"), default="passive")
     parser.add_argument("--json", type=Path, default=None, help="also write every iteration here")
+    parser.add_argument(
+        "--repeats", type=int, default=20, help="decodes per iteration (default 20; fewer for gemma)"
+    )
+    parser.add_argument(
+        "--model",
+        choices=("tiny", "gemma"),
+        default="tiny",
+        help="the tiny test model (default) or the embedded default model, gemma-3-270m",
+    )
     args = parser.parse_args()
-    if args.seconds <= 0 or args.threads < 1:
-        parser.error("--seconds must be above 0 and --threads 1 or more")
+    if args.seconds <= 0 or args.threads < 1 or args.repeats < 1:
+        parser.error("--seconds must be above 0, --threads and --repeats 1 or more")
     # simul's own choice for a machine with cores taken (passive) or idle (the bounded spin)
     openmp.choose_wait_policy(2 if args.policy == "passive" else 0)
     with tempfile.TemporaryDirectory() as tmp:
-        model = build_tiny_gguf(Path(tmp) / "ties.gguf", seed=0, design="random")
+        if args.model == "gemma":
+            from simul.request.default_model import default_model_path
+
+            model = default_model_path()
+        else:
+            model = build_tiny_gguf(Path(tmp) / "ties.gguf", seed=0, design="random")
         meter = CpuMeter(args.threads)
         rows: list[Usage] = []  # one per iteration
+        ends: list[float] = []  # time.monotonic() at the end of each (to line up with perf or a sampler)
         with LlamaBackend(model, n_ctx=2048, n_threads=args.threads, exact=True) as backend:
             prompt = backend.tokenize("hello world this is a test of the tiny model", add_special=True)
             end = time.monotonic() + args.seconds
             while time.monotonic() < end:
                 start, usage = meter.snapshot(), Usage()
-                for _ in range(20):
+                for _ in range(args.repeats):
                     backend.reset()
                     backend.eval(prompt, logits_from=len(prompt) - 1)
                     for token in prompt[:30]:
                         backend.eval([token], logits_from=0)
                 usage.add(start, meter.snapshot())
                 rows.append(usage)
+                ends.append(time.monotonic())
     walls = [r.wall for r in rows]
     median = statistics.median(walls)
     slow = [r for r in rows if r.wall > 3 * median]
     summary = {
+        "model": args.model,
         "threads": args.threads,
         "openmp": openmp.record()["wait_policy"],
         "iterations": len(rows),
@@ -82,7 +99,10 @@ def main() -> int:
     }
     print(json.dumps(summary))
     if args.json:
-        iterations = [{"wall": r.wall, "cpu": r.cpu, "runqueue": r.runqueue} for r in rows]
+        iterations = [
+            {"end": end, "wall": r.wall, "cpu": r.cpu, "runqueue": r.runqueue}
+            for r, end in zip(rows, ends, strict=True)
+        ]
         args.json.write_text(json.dumps({"summary": summary, "iterations": iterations}, indent=1) + "\n")
     return 0
 

@@ -13,6 +13,7 @@ from simul.cli.common import err_console, handle_errors, warn_being_written
 from simul.common.errors import SimulError, UsageError
 from simul.common.files import check_writable_file
 from simul.common.safe_text import excerpt, markup, visible
+from simul.machine.load_following import changes_note
 from simul.reports.error_spans import spans_html, spans_table
 from simul.reports.show import html_page, rich_text, stream_view, talk_view
 from simul.reports.talk_plot import draw_talk_cost
@@ -107,6 +108,10 @@ def register(app: typer.Typer) -> None:
             when = str(view.index + 1) + (f"\n{view.time_ms / 1000:.1f}s" if view.time_ms is not None else "")
             table.add_row(when, rich_text(view.source), *(rich_text(o) for o in view.outputs))  # type: ignore[arg-type]
         err_console.print(table)
+        environment = loaded.run.get("environment")
+        changed = changes_note(environment.get("thread_changes") if isinstance(environment, dict) else None)
+        if changed:  # exact mode's threads followed the load during the run
+            err_console.print(visible(changed), markup=False, highlight=False)
         if not source.longform:
             for line in reference_lines(source):
                 err_console.print(visible(line), markup=False, highlight=False)

@@ -9,8 +9,8 @@ handed on in stream order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack, nullcontext
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from simul.decoding.stream import StreamDecoder
 from simul.machine import clock
 from simul.machine.calibration import PassCosts, calibrate, calibrate_draft
 from simul.machine.cpu_usage import CpuMeter
+from simul.machine.load_following import LoadFollower
 from simul.machine.threads import choose_threads
 from simul.request.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
 from simul.request.methods import Method
@@ -147,9 +148,30 @@ class Engine:
             self.close()
             raise
         self.pass_costs: PassCosts | None = None
+        self.follower = self._load_follower()
         self.is_default = settings.model is None or is_default_model(path)
         self.template = resolve_template(settings.template, self.backend, self.is_default)
         self.template_rule = template_rule(settings.template, self.backend, self.is_default)
+
+    def _load_follower(self) -> LoadFollower | None:
+        """In exact mode with automatic threads on the CPU: a follower that changes the thread count between
+        forward passes when the load changes (simul.machine.load_following; the rows do not depend on the
+        threads there). Fast mode keeps the count chosen at start: there it can change outputs."""
+        backend = self.backend
+        if not self.exact or self.threads.source != "auto" or backend.n_threads < 2:
+            return None
+        if backend.gpu_offload and backend.n_gpu_layers != 0:
+            return None
+        draft = self.draft
+
+        def apply(n: int) -> None:
+            backend.set_threads(n)
+            if draft is not None:
+                draft.backend.set_threads(n)
+
+        follower = LoadFollower(backend.n_threads, apply, cpus=self.threads.cpus)
+        backend.follower = follower
+        return follower
 
     def calibrate(self, sample: Stream) -> PassCosts:
         """Measure the forward-pass costs (simul.machine.calibration) after this engine's prompt for
@@ -161,12 +183,31 @@ class Engine:
         prompt = decoder.tokenize_prompt(decoder.prompt_for(sample, source))
         # in one piece and off the clocks: under `simul bench --parallel` the N = 1 lane's wall time is
         # what its decoding took, and the calibration's passes are timed without the other lane's turns
-        with clock.untimed(), pass_hook_suspended():
+        with clock.untimed(), pass_hook_suspended(), self._follower_paused():
             costs = calibrate(self.backend, single_thread=on_cpu, prompt_tokens=prompt)
             if self.draft is not None:  # c_L of Leviathan et al.: the same prompt, the same vocabulary
                 costs = calibrate_draft(costs, self.draft.backend, prompt)
         self.pass_costs = costs
+        if self.follower is not None:
+            calibrated = {costs.threads: costs.one_token_ms / 1000.0}
+            if costs.one_token_single_ms is not None:
+                calibrated[1] = costs.one_token_single_ms / 1000.0
+            self.follower.calibrated(calibrated)
         return costs
+
+    @contextmanager
+    def _follower_paused(self) -> Iterator[None]:
+        """The calibration sets the threads itself; afterwards the follower's count is back in force."""
+        follower = self.follower
+        if follower is None:
+            yield
+            return
+        follower.paused = True
+        try:
+            yield
+        finally:
+            follower.paused = False
+            self.backend.set_threads(follower.threads)
 
     def close(self) -> None:
         if self.draft is not None:

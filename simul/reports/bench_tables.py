@@ -60,7 +60,7 @@ def bench_table(
     )
     if costs is not None:
         table.caption += "\n" + calibration_line(costs)
-    for note in (timing.threads_note, timing.note()) if timing is not None else ():
+    for note in (timing.threads_note, timing.changes_note, timing.note()) if timing is not None else ():
         if note:
             table.caption += "\n" + markup(note, newlines=False)
     return table

@@ -62,7 +62,7 @@ def methods_table(
     truncated = xcomet_note(methods)
     if truncated:
         caption = f"{caption}\n{truncated}" if caption else truncated
-    for note in (timing.threads_note, timing.note()) if timing is not None else ():
+    for note in (timing.threads_note, timing.changes_note, timing.note()) if timing is not None else ():
         if note:
             note = markup(note, newlines=False)
             caption = f"{caption}\n{note}" if caption else note

@@ -15,6 +15,7 @@ from typing import Any
 
 from simul.machine.calibration import MAX_SLOWDOWN, PassCosts, run_slowdown
 from simul.machine.cpu_usage import MIN_SHARE
+from simul.machine.load_following import changes_note
 from simul.machine.threads import fewer_threads_note
 from simul.metrics.registry import METRICS
 from simul.request.methods import Method
@@ -58,6 +59,8 @@ class TimingNotes:
     rt_key: str | None  # the RT method the speedups are relative to
     # why the run used fewer threads than the machine's cores (simul.machine.threads), for the caption
     threads_note: str | None = None
+    # the thread changes of exact mode's load following (simul.machine.load_following), for the caption
+    changes_note: str | None = None
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any]) -> TimingNotes:
@@ -86,8 +89,18 @@ class TimingNotes:
         for key, why in overhead.items():
             unreliable[key] = f"{unreliable[key]}; {why}" if key in unreliable else why
         choice = environment.get("thread_choice") if isinstance(environment, dict) else None
+        changes = environment.get("thread_changes") if isinstance(environment, dict) else None
+        changed = changes_note(changes)
+        if changed and isinstance(changes, list):  # every speed figure was taken under changing threads
+            why = f"taken under changing threads ({len(changes)} changes)"
+            for key in known:
+                unreliable[key] = f"{unreliable[key]}; {why}" if key in unreliable else why
         return cls(
-            unreliable, {m.key: m.label for m in methods}, rt.key if rt else None, fewer_threads_note(choice)
+            unreliable,
+            {m.key: m.label for m in methods},
+            rt.key if rt else None,
+            fewer_threads_note(choice),
+            changed,
         )
 
     def marks(self, method_key: str) -> set[str]:

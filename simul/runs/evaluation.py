@@ -367,6 +367,9 @@ class _Decoding:
         self.meter = CpuMeter(engine.backend.n_threads)
         self.results: dict[str, list[StreamResult]] = {m.key: [] for m in request.methods}
         self.writer: RunWriter | None = None
+        self.follower = engine.follower
+        self.changes_before = len(engine.follower.changes) if engine.follower is not None else 0
+        self.earlier_changes: list[Any] = []  # of the run this one resumes
         done = self._open_run_dir(streams)
         self.todo = [s for s in streams if s.id not in done]
         self.stream_map = {s.id: s for s in streams}
@@ -385,6 +388,8 @@ class _Decoding:
         if request.resume and (request.out / "run.json").exists():
             earlier = load_run_json(request.out)
             self.meter.resume(earlier.get("environment", {}).get("cpu_usage"))
+            changes = earlier.get("environment", {}).get("thread_changes")
+            self.earlier_changes = changes if isinstance(changes, list) else []
             carry_over(earlier, self.run)
             self.writer, loaded = RunWriter.resume(request.out, self.run, streams, request.methods)
             for key, rs in loaded.results.items():
@@ -399,8 +404,18 @@ class _Decoding:
         )
         return set()
 
+    def record_threads(self) -> None:
+        """The thread changes of this run so far (exact mode's load following, simul.machine.load_following;
+        an engine that decodes several runs keeps one follower), after those of the run it resumes."""
+        if self.follower is None:
+            return
+        changes = self.earlier_changes + self.follower.to_json()[self.changes_before :]
+        if changes:
+            self.run["environment"]["thread_changes"] = changes
+
     def on_stream(self, stream: Stream, stream_results: list[StreamResult]) -> None:
         """A stream is decoded with every method: count it, write it and keep its results."""
+        self.record_threads()
         self.rate.add(stream_results)
         self.run["throughput"] = self.rate.to_json()
         if self.on_throughput:
@@ -439,6 +454,7 @@ class _Decoding:
             )
             raise Interrupted(partial, stop) from None
         self.run["environment"]["cpu_usage"] = self.meter.to_json()
+        self.record_threads()
 
     def scoring_failed(self, exc: Exception) -> SimulError:
         """Record in run.json that every stream was decoded and written but scoring failed, and how; the
@@ -474,6 +490,7 @@ class _Decoding:
         )
 
     def mark_stopped(self) -> None:
+        self.record_threads()
         self.run["status"] = STATUS_INTERRUPTED
         self.run["streams_done"] = self.finished
         self.run["environment"]["stopped"] = now()

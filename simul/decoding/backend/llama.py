@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import dataclasses
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from simul.decoding.backend.exactness import apply as apply_exact
 from simul.decoding.backend.library import LLAMA_LOG, _llama, check_gguf
 from simul.decoding.backend.sequence import KVSequence, Logits
 from simul.decoding.backend.vocabulary import VocabularyFacts
+from simul.machine.load_following import LoadFollower
 from simul.machine.openmp import wait_policy_chosen
 from simul.machine.threads import ThreadChoice, choose_threads
 
@@ -135,6 +137,9 @@ class LlamaBackend:
         # some of exact mode's parts alone (exactness.PARTS), for measuring what each costs
         # (tools/exact_costs.py); None: all of them in exact mode, none in fast mode
         self.exact_parts: int | None = None
+        # exact mode with automatic threads: chooses the thread count between passes (simul.machine.
+        # load_following; set by the engine once the backend is calibrated)
+        self.follower: LoadFollower | None = None
         # The CPU sample that chooses the threads also chooses the wait policy, before llama.cpp loads.
         if thread_choice is None and (not n_threads or not wait_policy_chosen()):
             thread_choice = choose_threads(n_threads)
@@ -521,7 +526,10 @@ class LlamaBackend:
         # run beside this one nor flip the switch under it: passes hold a lock, and set the switch in it.
         with _DECODE_LOCK:
             apply_exact(self.exact if self.exact_parts is None else self.exact_parts)
+            started = time.perf_counter()
             rc = self._lib.llama_decode(self._ctx, self._batch)  # type: ignore[attr-defined]
+            if self.follower is not None and rc == 0:  # exact mode: the threads follow the load
+                self.follower.after_pass(row, time.perf_counter() - started)
         if rc != 0:
             where = (
                 f"at position {len(requests[0][0].cache)}" if len(requests) == 1 else "of several sequences"
