@@ -66,6 +66,7 @@ class XcometScorer:
     """An XCOMET model loaded in a child process (simul.metrics.comet_worker)."""
 
     kind = "xcomet"
+    needs_source = True
 
     def __init__(self, model: str, batch_size: int, checkpoint: Path) -> None:
         self.model = model

@@ -503,7 +503,7 @@ def _score_run(
             decoding.results,
             decoding.stream_map,
             ne_tok,
-            comet,
+            [comet],
             comet_reason,
             resegment=request.resegment,
         )
@@ -565,7 +565,7 @@ def _partial_outcome(
             trimmed,
             streams,
             ne_tok,
-            None,
+            [],
             "skipped: run interrupted",
             resegment=request.resegment,
         )
