@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        """Recompute every metric from a run directory (to add COMET, XCOMET or BLEURT, or to check a run).
+        """Recompute every metric from a run directory (to add COMET, or to check a run).
 
         Every learned figure the run has (COMET, XCOMET, BLEURT) is recomputed with the run's model unless
         --comet-model or --bleurt-model drops it (none) or names another model: adding one never drops

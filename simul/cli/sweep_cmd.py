@@ -19,7 +19,7 @@ from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.reports.drafters import drafter_lines
 from simul.reports.engine_notes import engine_line
-from simul.reports.tables import methods_table, units_caption
+from simul.reports.tables import methods_table, spec_column, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import MASK_MODES
 from simul.request.methods import DEFAULT_BETA, unique_methods
@@ -52,6 +52,10 @@ TABLE4_COLUMNS = (
     ("ao", "A/O", ".1f"),
     ("speedup", "Speedup", ".2f"),
     ("chrf", "chrF", ".1f"),
+    # what display-only mask-k trades: how long a reader waits for a shown word to be final, and how many
+    # of the shown words change (simul.metrics.families.reader_stability)
+    spec_column("ttf_display"),
+    spec_column("changed_share_display"),
 )
 
 

@@ -23,6 +23,8 @@ from simul.metrics.families.quality import quality_figures
 from simul.metrics.families.speed import speed_figures
 from simul.metrics.families.stability import stability_figures
 from simul.metrics.learned import SegmentScorer
+from simul.metrics.registry import FAMILIES, METRICS
+from simul.metrics.spec import FamilyInput
 from simul.request.methods import Method
 from simul.streams.format import Stream
 
@@ -141,6 +143,7 @@ def method_report(
                 comet_reason=scorers.comet_reason,
                 resegment=scorers.resegment,
             ),
+            *(family.figures(FamilyInput(results, streams, ne_tokenizer)) for family in FAMILIES),
         ],
         len(results),
     )
@@ -159,6 +162,11 @@ def method_report(
 def drop_missing(figures: Figures, missing: frozenset[str]) -> None:
     """Set to None what needs a field the records lack (``missing``: keys of MISSING_FIELDS)."""
     for kind in missing:
+        for name, info in METRICS.items():  # what each metric's record says it needs
+            if kind in info.needs:
+                for figure in (figures.metrics, *figures.rows):
+                    if name in figure:
+                        figure[name] = None
         for names, figure in (
             (MISSING_FIELDS, figures.metrics),
             (_MISSING_COUNTS, figures.counts),

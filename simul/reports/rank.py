@@ -38,6 +38,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.limits import binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
+from simul.metrics.registry import METRICS
 from simul.metrics.signatures import Signature
 from simul.reports.paired_bs import (
     SEED,
@@ -51,7 +52,8 @@ from simul.runs.directory import PER_STREAM_FILE, STATUS_COMPLETE, load_run, loa
 
 METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
 LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
-SEGMENT_MEANS = ("xcomet", "comet", "bleurt")  # system score = mean of segment scores
+# system score = mean of segment scores (the metric records say which)
+SEGMENT_MEANS = tuple(name for name, info in METRICS.items() if info.segment_mean)
 BAND_ORDER = ("low", "high", "over", None)
 
 

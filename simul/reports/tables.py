@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from simul.common.safe_text import markup
+from simul.metrics.registry import METRICS
 from simul.reports.engine_notes import NOISE_MARK, noise_line, within_noise
 from simul.reports.timing_notes import MARK, TimingNotes
 
@@ -35,6 +36,12 @@ LONGFORM_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def spec_column(name: str) -> tuple[str, str, str]:
+    """A table column of a metric as its record (simul.metrics.registry) titles and formats it."""
+    info = METRICS[name]
+    return (info.name, info.title, info.fmt)
+
+
 def fmt(value: Any, spec: str) -> str:
     if value is None:
         return "-"
@@ -55,10 +62,7 @@ def methods_table(
     clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
     if tuple(columns) == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
         columns = LONGFORM_COLUMNS
-    if any("xcomet" in m.get("metrics", {}) for m in methods):  # scored with an XCOMET model
-        columns = [("xcomet", "XCOMET", ".3f") if c[0] == "comet" else c for c in columns]
-    if any("bleurt" in m.get("metrics", {}) for m in methods) and "bleurt" not in {c[0] for c in columns}:
-        columns = [*columns, ("bleurt", "BLEURT", ".3f")]
+    columns = learned_columns(methods, columns)
     truncated = xcomet_note(methods)
     if truncated:
         caption = f"{caption}\n{truncated}" if caption else truncated
@@ -93,6 +97,27 @@ def methods_table(
                 cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
         table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
     return table
+
+
+def learned_columns(
+    methods: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
+    """The columns with every learned metric the methods have (simul.metrics.registry: ``learned``) that
+    they lack: in the column of the metric it ``replaces`` when no method has that one (XCOMET in COMET's
+    column for a run scored with an XCOMET model alone), after it when some method has it, else at the end."""
+    out = list(columns)
+    for info in (i for i in METRICS.values() if i.learned):
+        if info.name in {c[0] for c in out} or not any(info.name in m.get("metrics", {}) for m in methods):
+            continue
+        column = (info.name, info.title, info.fmt)
+        names = [c[0] for c in out]
+        if info.replaces is None or info.replaces not in names:
+            out.append(column)
+        elif any(m.get("metrics", {}).get(info.replaces) is not None for m in methods):
+            out.insert(names.index(info.replaces) + 1, column)
+        else:
+            out[names.index(info.replaces)] = column
+    return out
 
 
 def xcomet_note(methods: Sequence[dict[str, Any]]) -> str | None:
