@@ -80,14 +80,14 @@ def test_adding_one_learned_metric_never_drops_another(
     for method in run["methods"]:
         assert method["counts"]["xcomet_max_tokens"] == 512 and method["counts"]["bleurt_truncated"] == 0
 
+    if order[0] != "comet":
+        return  # what follows is the same whatever the order: checked once
+
     # a plain `simul score` recomputes all three with the run's models
     again = runner.invoke(app, ["score", str(out), "--json", "--quiet"])
     assert again.exit_code == 0, again.output
     methods = json.loads(again.stdout)["methods"]
     assert {k: [m["metrics"].get(k) for m in methods] for k in KINDS} == _figures(out)
-
-    if order[0] != "comet":
-        return  # the drops are the same whatever the order: checked once
     dropped = runner.invoke(app, ["score", str(out), "--bleurt-model", "none", "--update", "--quiet"])
     assert dropped.exit_code == 0, dropped.output
     figures = _figures(out)
@@ -117,6 +117,10 @@ def test_a_comet_model_that_fails_to_load_keeps_the_runs_own(
     assert result.exit_code == 0, result.output
     assert _figures(out) == before and _run(out)["config"]["bleurt_model"] == str(tiny_bleurt)
     assert _run(out)["comet"]["available"] is False
+    required = runner.invoke(
+        app, ["score", str(out), "--comet-model", str(missing), "--require-comet", "--quiet"]
+    )
+    assert required.exit_code == 1 and "COMET is required (--require-comet)" in required.output
 
 
 def test_runs_written_before_xcomet_model_read_their_xcomet_from_comet_model() -> None:

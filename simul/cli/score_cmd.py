@@ -91,10 +91,9 @@ def register(app: typer.Typer) -> None:
             learned = load_for_run(loaded.run, comet_model, bleurt_model, batch)
             for kept in learned.notes:
                 err_console.print(f"[yellow]{markup(kept)}[/yellow]")
-            if learned.comet_reason is not None and require_comet:
-                raise SimulError(
-                    f"COMET is required (--require-comet) but unavailable: {learned.comet_reason}"
-                )
+            missing_comet = learned.option_error or learned.comet_reason
+            if missing_comet is not None and require_comet:
+                raise SimulError(f"COMET is required (--require-comet) but unavailable: {missing_comet}")
             scored = score(
                 loaded.methods,
                 loaded.results,

@@ -121,14 +121,13 @@ class LoadedScorers:
         models: dict[str, str | None],
         comet_reason: str | None,
         notes: list[str],
+        option_error: str | None = None,
     ) -> None:
         self.scorers = scorers
         self.models = models
         self.comet_reason = comet_reason
         self.notes = notes
-
-    def get(self, kind: str) -> SegmentScorer | None:
-        return next((s for s in self.scorers if s.kind == kind), None)
+        self.option_error = option_error  # why the --comet-model given could not be loaded
 
 
 def load_for_run(
@@ -147,6 +146,7 @@ def load_for_run(
     loaded: dict[str, SegmentScorer] = {}
     reasons: list[str] = []
     notes: list[str] = []
+    option_error: str | None = None
     if comet_option is not None:
         if unset(comet_option):
             models["comet"] = models["xcomet"] = None
@@ -157,7 +157,8 @@ def load_for_run(
                 loaded[scorer.kind] = scorer
                 models[scorer.kind] = comet_option
             else:
-                reasons.append(str(why))
+                option_error = str(why)
+                reasons.append(option_error)
                 kept = [k for k in ("comet", "xcomet") if models[k] is not None]
                 if kept:
                     notes.append(
@@ -188,4 +189,6 @@ def load_for_run(
     if not reasons and "comet" not in loaded and "xcomet" not in loaded:
         reasons.append("disabled (--comet-model none)")
     comet_reason = None if ("comet" in loaded or "xcomet" in loaded) else reasons[0]
-    return LoadedScorers([loaded[k] for k in LEARNED_KINDS if k in loaded], models, comet_reason, notes)
+    return LoadedScorers(
+        [loaded[k] for k in LEARNED_KINDS if k in loaded], models, comet_reason, notes, option_error
+    )
