@@ -141,3 +141,22 @@ def test_runs_written_before_xcomet_model_read_their_xcomet_from_comet_model() -
         "xcomet": "x",
         "bleurt": None,
     }
+
+
+def test_the_tables_show_every_learned_metric_a_run_has() -> None:
+    from simul.reports.tables import TABLE2_COLUMNS, learned_columns
+
+    def names(metrics: dict[str, float | None]) -> list[str]:
+        return [c[0] for c in learned_columns([{"metrics": metrics}], TABLE2_COLUMNS)]
+
+    plain = [c[0] for c in TABLE2_COLUMNS]
+    assert names({"comet": 0.8}) == plain
+    assert names({"comet": None, "xcomet": 0.7}) == ["xcomet", *plain[1:]]  # XCOMET alone: COMET's column
+    assert names({"comet": 0.8, "xcomet": 0.7, "bleurt": 0.5}) == ["comet", "xcomet", *plain[1:], "bleurt"]
+
+
+def test_the_segment_means_come_from_the_metric_records() -> None:
+    from simul.reports import compare, rank
+
+    assert set(rank.SEGMENT_MEANS) == set(compare.SEGMENT_MEANS) == set(KINDS)
+    assert set(compare.BOOTSTRAP_METRICS) == {"chrf", "bleu", *KINDS}
