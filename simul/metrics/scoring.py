@@ -1,4 +1,5 @@
-"""Score a set of decoded streams: every metric of every method, COMET included when available.
+"""Score a set of decoded streams: every metric of every method, the learned ones (COMET, XCOMET, BLEURT:
+simul.metrics.learned) with the scorers given.
 
 Used by `simul eval` at the end of a run and by `simul score` on a run directory, so both give the same
 numbers from the same records.

@@ -4,11 +4,12 @@
   (``cost_growth``), for any run with a talk;
 * when every stream is a talk, quality and latency as IWSLT 2026 scores them (simul.metrics.longform): each
   talk's output re-segmented onto its reference segments (``resegment``: softsegmenter or mwer), then BLEU,
-  chrF and COMET over the segments (the run's ``bleu``, ``chrf``, ``comet``) and LongYAAL, LongLAAL, LongAL,
-  LongDAL, computation-unaware and -aware. The summary goes to the counts (``longform``), and per talk each
-  segment's hypothesis, sentence chrF, COMET and latencies (``segments``); the talk itself gets no COMET.
-  With an XCOMET model the figures are ``xcomet`` instead of ``comet``, and each segment's error spans go to
-  the run's error-span lines (simul.metrics.families.quality.xcomet_spans), with the segment's index.
+  chrF and each learned metric (simul.metrics.learned: COMET, XCOMET, BLEURT) over the segments (the run's
+  ``bleu``, ``chrf``, ``comet``, ``xcomet``, ``bleurt``) and LongYAAL, LongLAAL, LongAL, LongDAL,
+  computation-unaware and -aware. The summary goes to the counts (``longform``), and per talk each segment's
+  hypothesis, sentence chrF, learned scores and latencies (``segments``); the talk itself gets no learned
+  score. XCOMET's error spans of each segment go to the run's error-span lines
+  (simul.metrics.families.quality.xcomet_spans), with the segment's index.
 
 Other runs get None for these metrics, so that every run has the keys."""
 
