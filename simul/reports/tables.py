@@ -95,16 +95,20 @@ def learned_columns(
     methods: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]
 ) -> list[tuple[str, str, str]]:
     """The columns with every learned metric the methods have (simul.metrics.registry: ``learned``) that
-    they lack: in the column of the metric it ``replaces`` when no method has that one (XCOMET in COMET's
-    column for a run scored with an XCOMET model alone), after it when some method has it, else at the end."""
+    they lack: one that ``replaces`` another goes in that column when no method has a figure there (XCOMET in
+    COMET's column for a run scored with an XCOMET model alone), after it when some method has one, and
+    nowhere when the columns lack it; the others at the end. A metric of Table 2's own columns (COMET) is
+    never added: a table without it was asked for so (``--metric``)."""
     out = list(columns)
-    for info in (i for i in METRICS.values() if i.learned):
+    for info in (i for i in METRICS.values() if i.learned and i.name not in TABLE2_NAMES):
         if info.name in {c[0] for c in out} or not any(info.name in m.get("metrics", {}) for m in methods):
             continue
         column = (info.name, info.title, info.fmt)
         names = [c[0] for c in out]
-        if info.replaces is None or info.replaces not in names:
+        if info.replaces is None:
             out.append(column)
+        elif info.replaces not in names:
+            continue
         elif any(m.get("metrics", {}).get(info.replaces) is not None for m in methods):
             out.insert(names.index(info.replaces) + 1, column)
         else:
