@@ -240,7 +240,7 @@ def systems_of(run_dir: Path) -> list[System]:
                 signatures=run.get("signatures") or {},
                 band=method_band(method),
                 stream_laal=_float(metrics.get("long_laal" if longform else "latency")),
-                ca_yaal=_float(metrics.get("ca_long_yaal" if longform else "yaal_ca")),
+                ca_yaal=_float(metrics.get(METRICS["long_yaal" if longform else "yaal"].ca or "")),
                 latency_unit=str(
                     (counts.get("longform") or {}).get("latency_unit")
                     if longform
