@@ -31,7 +31,7 @@ def test_the_tiny_checkpoint_scores_pairs_and_counts_what_it_cuts(tiny_bleurt: P
     assert reason is None and scorer is not None and scorer.max_tokens == 128
     refs = ["Die Katze saß auf der Matte.", "wir haben " * 80, "das ist gut"]
     cands = ["Die Katze sitzt.", "nicht", "das ist gut"]
-    first, again = scorer.score(refs, cands), scorer.score(refs, cands)
+    first, again = scorer.score([], cands, refs), scorer.score([], cands, refs)
     assert first.segments == again.segments and len(first.segments) == 3  # three batches of 2 and 1
     assert first.truncated == [False, True, False]
     assert len(set(first.segments)) == 3

@@ -56,14 +56,14 @@ def _results(outputs: dict[str, str]) -> Any:
 def test_whole_talks_leave_the_run_quality_to_the_long_form_family() -> None:
     streams = {s.id: s for s in make_streams()}
     results = _results({s.id: s.reference or "" for s in streams.values()})
-    sentences = quality_figures(results, streams, comet=None)
+    sentences = quality_figures(results, streams)
     assert (sentences.metrics, sentences.counts["references"]) == (
         {"comet": None, "bleu": 100.0, "chrf": 100.0},
         len(streams),
     )
     assert "bleu_talk" not in sentences.counts
     assert [row["chrf"] for row in sentences.rows] == [100.0] * len(streams)
-    talks = quality_figures(results, streams, comet=None, whole_talks=True)
+    talks = quality_figures(results, streams, whole_talks=True)
     # the corpus scores of whole talks are counts; the run's BLEU, chrF and COMET come from re-segmentation
     assert talks.metrics == {}
     assert (talks.counts["bleu_talk"], talks.counts["chrf_talk"]) == (100.0, 100.0)

@@ -17,8 +17,8 @@ from simul.cli import app
 from simul.machine.memory import GIB, MemoryReading
 from simul.metrics import comet_model
 from simul.metrics.comet import load_comet
-from simul.metrics.comet_worker import truncation
 from simul.metrics.xcomet import XcometScorer
+from simul.metrics.xcomet_worker import truncation
 from simul.runs.directory import ERROR_SPANS_FILE, read_error_spans
 from simul.testing.kill import KILL_ENV
 from tests.helpers import eval_args

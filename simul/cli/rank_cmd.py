@@ -23,7 +23,8 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def _spec(metric: str) -> str:
-    return ".4f" if metric in ("xcomet", "comet", "bleurt") else ".2f"
+    info = METRICS.get(metric)
+    return ".4f" if info is not None and info.learned else ".2f"
 
 
 def _next(pair: RankBootstrap | None, spec: str) -> str:

@@ -14,13 +14,12 @@ from simul.cli.scoring_options import (
     BleurtModelOpt,
     RequireCometOpt,
     RescoreCometBatchOpt,
-    RescoreCometModelOpt,
     Resegmenter,
+    ScoreCometModelOpt,
 )
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt, markup
-from simul.metrics.bleurt import load_bleurt
-from simul.metrics.comet import load_comet
+from simul.metrics.learned import MODEL_FIELDS, config_models, load_for_run, run_models
 from simul.metrics.registry import metric_info
 from simul.metrics.scoring import DEFAULT_RESEGMENT, RESEGMENTERS, not_available, score
 from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
@@ -44,7 +43,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def score_command(
         run_dir: Annotated[Path, typer.Argument(help="A run directory written by `simul eval --out`.")],
-        comet_model: RescoreCometModelOpt = None,
+        comet_model: ScoreCometModelOpt = None,
         comet_batch_size: RescoreCometBatchOpt = None,
         require_comet: RequireCometOpt = False,
         bleurt_model: BleurtModelOpt = None,
@@ -68,7 +67,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        """Recompute every metric from a run directory (to add COMET, or to check a run)."""
+        """Recompute every metric from a run directory (to add COMET, or to check a run).
+
+        Every learned figure the run has (COMET, XCOMET, BLEURT) is recomputed with the run's model unless
+        --comet-model or --bleurt-model drops it (none) or names another model: adding one never drops
+        another."""
         if update and allow_incomplete:
             raise UsageError(
                 "--update writes a complete run's figures; it cannot be combined with --allow-incomplete"
@@ -87,25 +90,23 @@ def register(app: typer.Typer) -> None:
             check_longform_scoring([loaded.streams[k] for k in loaded.complete], f"run {run_dir}")
             warn_being_written(run_dir, loaded.being_written, "scoring")
             config = loaded.run["config"]
-            comet_name = comet_model if comet_model is not None else config.get("comet_model", "none")
             batch = comet_batch_size or int(config.get("comet_batch_size", 16))
-            comet, reason = load_comet(comet_name, batch)
-            if comet is None and require_comet:
-                raise SimulError(f"COMET is required (--require-comet) but unavailable: {reason}")
-            bleurt_name = bleurt_model if bleurt_model is not None else config.get("bleurt_model")
-            bleurt, bleurt_reason = load_bleurt(bleurt_name, batch)
-            if bleurt_reason is not None:
-                raise SimulError(f"BLEURT: {bleurt_reason}")
+            # the run's learned metrics, each kept unless an option drops it or names another model
+            learned = load_for_run(loaded.run, comet_model, bleurt_model, batch)
+            for kept in learned.notes:
+                err_console.print(f"[yellow]{markup(kept)}[/yellow]")
+            missing_comet = learned.option_error or learned.comet_reason
+            if missing_comet is not None and require_comet:
+                raise SimulError(f"COMET is required (--require-comet) but unavailable: {missing_comet}")
             scored = score(
                 loaded.methods,
                 loaded.results,
                 loaded.streams,
                 config["ne_tokenizer"],
-                comet,
-                reason,
+                learned.scorers,
+                learned.comet_reason,
                 not_available(loaded.run),
                 resegment=resegment or _run_resegment(run_dir, config),
-                bleurt=bleurt,
             )
             rows = scored.methods_json()
             if update or finish:
@@ -113,10 +114,10 @@ def register(app: typer.Typer) -> None:
                 run["signatures"] = scored.signatures
                 run["comet"] = scored.comet
                 run["methods"] = rows
-                if bleurt is not None:
-                    config["bleurt_model"] = bleurt.model
-                else:
-                    config.pop("bleurt_model", None)
+                if learned.models != run_models(run):  # the config names what the figures were made with
+                    for name in MODEL_FIELDS.values():
+                        config.pop(name, None)
+                    config.update(config_models(learned.models))
                 if finish:
                     run["status"] = STATUS_COMPLETE
                     run["scored_later"] = {"by": "simul score", "error": run.pop("scoring_error", None)}

@@ -28,6 +28,15 @@ RescoreCometModelOpt = Annotated[
         help="COMET model name or checkpoint path ('none' to skip). Default: the one the run was made with.",
     ),
 ]
+# score: one rule for every learned metric (simul.metrics.learned)
+ScoreCometModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--comet-model",
+        help="COMET or XCOMET model name or checkpoint path: computes the figure of its class (COMET or "
+        "XCOMET) and keeps the other ('none' drops both). Default: the run's models.",
+    ),
+]
 RescoreCometBatchOpt = Annotated[
     int | None, typer.Option("--comet-batch-size", help="COMET batch size. Default: the run's.")
 ]
@@ -36,7 +45,8 @@ BleurtModelOpt = Annotated[
     typer.Option(
         "--bleurt-model",
         help="A local BLEURT checkpoint folder (bleurt-pytorch; e.g. a download of lucadiliello/BLEURT-20) "
-        "to score BLEURT too, IWSLT 2026's extra result ('none' to drop it). Default: the run's, if any.",
+        "to score BLEURT too, IWSLT 2026's extra result ('none' to drop it). Default: the run's, if any. "
+        "Adding BLEURT keeps the run's COMET and XCOMET.",
     ),
 ]
 RequireCometOpt = Annotated[

@@ -37,14 +37,23 @@ class BleurtScores:
     model: str
     version: str
     batch_size: int
+    kind: str = "bleurt"
+    details: None = None  # no error spans
 
     @property
     def signature(self) -> str:
         return f"model:{self.model}|batch:{self.batch_size}|version:{self.version}"
 
+    def counts(self) -> dict[str, Any]:
+        return {"bleurt_truncated": sum(self.truncated)}
+
 
 class BleurtScorer:
-    """A BLEURT checkpoint loaded in this process."""
+    """A BLEURT checkpoint loaded in this process (a simul.metrics.learned.SegmentScorer that reads no
+    source)."""
+
+    kind = "bleurt"
+    needs_source = False
 
     def __init__(self, path: str, batch_size: int = 16) -> None:
         try:
@@ -78,8 +87,15 @@ class BleurtScorer:
         self.batch_size = batch_size
         self.max_tokens = int(self._model.config.max_position_embeddings)
 
-    def score(self, references: Sequence[str], candidates: Sequence[str]) -> BleurtScores:
+    def score(
+        self, sources: Sequence[str], outputs: Sequence[str], references: Sequence[str]
+    ) -> BleurtScores:
+        """Scores of (candidate, reference) pairs; ``sources`` is not read (BLEURT has no source input)."""
         import torch
+
+        candidates = outputs
+        if len(candidates) != len(references):
+            raise ValueError(f"{len(candidates)} candidates for {len(references)} references")
 
         segments: list[float] = []
         truncated: list[bool] = []

@@ -47,6 +47,7 @@ class CometScorer:
     """A COMET model loaded in this process."""
 
     kind = "comet"
+    needs_source = True
 
     def __init__(self, model: str, batch_size: int = 16) -> None:
         version = comet_version()

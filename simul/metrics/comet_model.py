@@ -80,6 +80,16 @@ class CometScores:
     def signature(self) -> str:
         return f"model:{self.model}|batch:{self.batch_size}|version:{self.version}"
 
+    def counts(self) -> dict[str, Any]:
+        """XCOMET's: how many segments' input it cut at its token limit, and the limit (simul.metrics
+        .learned.SegmentScores)."""
+        if self.details is None:
+            return {}
+        return {
+            "xcomet_truncated": sum(1 for d in self.details if d.truncated),
+            "xcomet_max_tokens": self.max_tokens,
+        }
+
 
 class CometLike(Protocol):
     """A loaded COMET-family scorer (simul.metrics.comet.CometScorer in this process,
@@ -90,6 +100,7 @@ class CometLike(Protocol):
     version: str
     batch_size: int
     checkpoint: str
+    needs_source: bool
 
     def score(
         self, sources: Sequence[str], outputs: Sequence[str], references: Sequence[str]

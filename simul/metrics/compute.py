@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.bleurt import BleurtScorer
-from simul.metrics.comet_model import CometLike
 from simul.metrics.delays import stream_delays
 from simul.metrics.families.acceptance import acceptance_figures
 from simul.metrics.families.degeneracy import degeneracy_figures
@@ -24,6 +22,9 @@ from simul.metrics.families.longform import DEFAULT_RESEGMENT, longform_figures
 from simul.metrics.families.quality import quality_figures
 from simul.metrics.families.speed import speed_figures
 from simul.metrics.families.stability import stability_figures
+from simul.metrics.learned import SegmentScorer
+from simul.metrics.registry import FAMILIES, METRICS
+from simul.metrics.spec import FamilyInput
 from simul.request.methods import Method
 from simul.streams.format import Stream
 
@@ -92,13 +93,13 @@ class MethodReport:
 
 @dataclass(frozen=True)
 class Scorers:
-    """What quality is scored with beyond sacrebleu: COMET or XCOMET (None when unavailable, ``comet_reason``
-    says why) and, for runs of whole talks, the re-segmenter (simul.metrics.families.longform)."""
+    """What quality is scored with beyond sacrebleu: the learned segment scorers (simul.metrics.learned:
+    COMET, XCOMET, BLEURT; ``comet_reason`` says why there is no COMET-family one) and, for runs of whole
+    talks, the re-segmenter (simul.metrics.families.longform)."""
 
-    comet: CometLike | None = None
+    learned: tuple[SegmentScorer, ...] = ()
     comet_reason: str | None = None
     resegment: str = DEFAULT_RESEGMENT
-    bleurt: BleurtScorer | None = None  # simul.metrics.bleurt, when a checkpoint was given
 
 
 def method_report(
@@ -126,7 +127,7 @@ def method_report(
                 counts={"streams": len(results), "steps": sum(len(r.steps) for r in results)},
                 rows=[{"stream": r.stream_id, "steps": len(r.steps)} for r in results],
             ),
-            quality_figures(results, streams, scorers.comet, whole_talks, scorers.bleurt),
+            quality_figures(results, streams, scorers.learned, whole_talks),
             stability_figures(results, ne_tokenizer),
             acceptance_figures(method, results, rt),
             drafter_figures(results),
@@ -138,11 +139,11 @@ def method_report(
                 streams,
                 talks=talks,
                 whole_talks=whole_talks,
-                comet=scorers.comet,
+                learned=scorers.learned,
                 comet_reason=scorers.comet_reason,
                 resegment=scorers.resegment,
-                bleurt=scorers.bleurt,
             ),
+            *(family.figures(FamilyInput(results, streams, ne_tokenizer)) for family in FAMILIES),
         ],
         len(results),
     )
@@ -161,6 +162,11 @@ def method_report(
 def drop_missing(figures: Figures, missing: frozenset[str]) -> None:
     """Set to None what needs a field the records lack (``missing``: keys of MISSING_FIELDS)."""
     for kind in missing:
+        for name, info in METRICS.items():  # what each metric's record says it needs
+            if kind in info.needs:
+                for figure in (figures.metrics, *figures.rows):
+                    if name in figure:
+                        figure[name] = None
         for names, figure in (
             (MISSING_FIELDS, figures.metrics),
             (_MISSING_COUNTS, figures.counts),

@@ -1,44 +1,68 @@
-"""Every metric simul reports: its name, direction and meaning. Run files and `simul diff` use these names."""
+"""Every metric simul reports: one record each (simul.metrics.spec.MetricInfo: name, direction, title,
+meaning, unit, number format, timing, whether its system score is a mean of segment scores, its
+computation-aware variant). Run files, the tables, `simul rank`, `simul diff` and `simul sweep` use these
+names. The metrics of the families in ``FAMILIES`` come with their family's module."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from simul.common.errors import UsageError
+from simul.metrics.families import reader_stability
+from simul.metrics.spec import Family, MetricInfo
 
+__all__ = ["DRAFT_MODEL_METRICS", "FAMILIES", "METRICS", "Family", "MetricInfo", "metric_info"]
 
-@dataclass(frozen=True)
-class MetricInfo:
-    name: str
-    higher_is_better: bool
-    title: str
-    description: str
-    # figures that depend on wall-clock time, not only on the outputs
-    timing: bool = False
-    # False for diagnostics with no better direction (SWF, EFSW, DSPTV): `simul diff` shows their change
-    # but takes no threshold on them, and run.json's ``higher_is_better`` leaves them out
-    directional: bool = True
-
+# Metric families that bring their own records and computation (simul.metrics.spec.Family): adding one is
+# one module and one line here.
+FAMILIES: tuple[Family, ...] = (reader_stability.FAMILY,)
 
 METRICS: dict[str, MetricInfo] = {
     m.name: m
     for m in [
-        MetricInfo("comet", True, "COMET", "COMET system score (mean of segment scores)"),
+        MetricInfo(
+            "comet",
+            True,
+            "COMET",
+            "COMET system score (mean of segment scores)",
+            fmt=".3f",
+            segment_mean=True,
+            learned=True,
+        ),
         MetricInfo(
             "xcomet",
             True,
             "XCOMET",
             "XCOMET system score (mean of segment scores; IWSLT 2026 ranks by XCOMET-XL)",
+            fmt=".3f",
+            segment_mean=True,
+            learned=True,
+            replaces="comet",
         ),
-        MetricInfo("bleu", True, "BLEU", "corpus BLEU of the final outputs (sacrebleu)"),
-        MetricInfo("bleurt", True, "BLEURT", "BLEURT system score (mean of segment scores; bleurt-pytorch)"),
-        MetricInfo("chrf", True, "chrF", "corpus chrF of the final outputs (sacrebleu)"),
-        MetricInfo("ne", False, "NE", "normalized erasure of the raw outputs"),
-        MetricInfo("ne_display", False, "NE disp", "normalized erasure of what was displayed"),
-        MetricInfo("ad", True, "A/D", "accepted draft tokens / draft tokens, percent"),
-        MetricInfo("ao", True, "A/O", "accepted draft tokens / output tokens, percent"),
-        MetricInfo("tps", True, "TPS", "output tokens per second of generation time", timing=True),
-        MetricInfo("speedup", True, "Speedup", "TPS / TPS of RT in the same run", timing=True),
+        MetricInfo("bleu", True, "BLEU", "corpus BLEU of the final outputs (sacrebleu)", fmt=".1f"),
+        MetricInfo(
+            "bleurt",
+            True,
+            "BLEURT",
+            "BLEURT system score (mean of segment scores; bleurt-pytorch)",
+            fmt=".3f",
+            segment_mean=True,
+            learned=True,
+        ),
+        MetricInfo("chrf", True, "chrF", "corpus chrF of the final outputs (sacrebleu)", fmt=".1f"),
+        MetricInfo(
+            "ne", False, "NE", "normalized erasure of the raw outputs", fmt=".2f", needs=("revisions",)
+        ),
+        MetricInfo(
+            "ne_display",
+            False,
+            "NE disp",
+            "normalized erasure of what was displayed",
+            fmt=".2f",
+            needs=("revisions",),
+        ),
+        MetricInfo("ad", True, "A/D", "accepted draft tokens / draft tokens, percent", fmt=".1f"),
+        MetricInfo("ao", True, "A/O", "accepted draft tokens / output tokens, percent", fmt=".1f"),
+        MetricInfo("tps", True, "TPS", "output tokens per second of generation time", timing=True, fmt=".0f"),
+        MetricInfo("speedup", True, "Speedup", "TPS / TPS of RT in the same run", timing=True, fmt=".2f"),
         MetricInfo(
             "tps_e2e",
             True,
@@ -58,19 +82,39 @@ METRICS: dict[str, MetricInfo] = {
             "time per draft row in verification / time per one-token decode (the speed model's c)",
             timing=True,
         ),
-        MetricInfo("ne_mean", False, "NE mean", "normalized erasure of the raw outputs, mean over streams"),
+        MetricInfo(
+            "ne_mean",
+            False,
+            "NE mean",
+            "normalized erasure of the raw outputs, mean over streams",
+            needs=("revisions",),
+        ),
         MetricInfo(
             "ne_display_mean",
             False,
             "NE disp mean",
             "normalized erasure of what was displayed, mean over streams",
+            needs=("revisions",),
         ),
-        MetricInfo("latency", False, "LAAL", "length-adaptive average lagging of finalised displayed units"),
-        MetricInfo("al", False, "AL", "average lagging (SimulEval) of finalised displayed units"),
         MetricInfo(
-            "dal", False, "DAL", "differentiable average lagging (SimulEval) of finalised displayed units"
+            "latency",
+            False,
+            "LAAL",
+            "length-adaptive average lagging of finalised displayed units",
+            fmt=".2f",
+            ca="latency_ca",
         ),
-        MetricInfo("yaal", False, "YAAL", "yet another average lagging (OmniSTEval, short-form)"),
+        MetricInfo("al", False, "AL", "average lagging (SimulEval) of finalised displayed units", ca="al_ca"),
+        MetricInfo(
+            "dal",
+            False,
+            "DAL",
+            "differentiable average lagging (SimulEval) of finalised displayed units",
+            ca="dal_ca",
+        ),
+        MetricInfo(
+            "yaal", False, "YAAL", "yet another average lagging (OmniSTEval, short-form)", ca="yaal_ca"
+        ),
         MetricInfo(
             "latency_ca",
             False,
@@ -102,11 +146,26 @@ METRICS: dict[str, MetricInfo] = {
             timing=True,
         ),
         # long-form runs (whole talks), OmniSTEval's definitions (simul.metrics.longform.latency)
-        MetricInfo("long_yaal", False, "LongYAAL", "long-form YAAL over re-segmented talks (IWSLT 2026)"),
-        MetricInfo("long_laal", False, "LongLAAL", "long-form LAAL (= StreamLAAL) over re-segmented talks"),
-        MetricInfo("long_al", False, "LongAL", "long-form AL over re-segmented talks"),
-        MetricInfo("long_dal", False, "LongDAL", "long-form DAL over re-segmented talks"),
-        MetricInfo("ca_long_yaal", False, "LongYAAL CA", "computation-aware LongYAAL", timing=True),
+        MetricInfo(
+            "long_yaal",
+            False,
+            "LongYAAL",
+            "long-form YAAL over re-segmented talks (IWSLT 2026)",
+            fmt=".0f",
+            ca="ca_long_yaal",
+        ),
+        MetricInfo(
+            "long_laal",
+            False,
+            "LongLAAL",
+            "long-form LAAL (= StreamLAAL) over re-segmented talks",
+            ca="ca_long_laal",
+        ),
+        MetricInfo("long_al", False, "LongAL", "long-form AL over re-segmented talks", ca="ca_long_al"),
+        MetricInfo("long_dal", False, "LongDAL", "long-form DAL over re-segmented talks", ca="ca_long_dal"),
+        MetricInfo(
+            "ca_long_yaal", False, "LongYAAL CA", "computation-aware LongYAAL", timing=True, fmt=".0f"
+        ),
         MetricInfo("ca_long_laal", False, "LongLAAL CA", "computation-aware LongLAAL", timing=True),
         MetricInfo("ca_long_al", False, "LongAL CA", "computation-aware LongAL", timing=True),
         MetricInfo("ca_long_dal", False, "LongDAL CA", "computation-aware LongDAL", timing=True),
@@ -147,6 +206,11 @@ METRICS: dict[str, MetricInfo] = {
         ),
     ]
 }
+for _family in FAMILIES:
+    for _spec in _family.specs:
+        if _spec.name in METRICS:
+            raise ValueError(f"metric {_spec.name} of family {_family.name} is registered twice")
+        METRICS[_spec.name] = _spec
 
 
 def metric_info(name: str) -> MetricInfo:

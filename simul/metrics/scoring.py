@@ -1,4 +1,5 @@
-"""Score a set of decoded streams: every metric of every method, COMET included when available.
+"""Score a set of decoded streams: every metric of every method, the learned ones (COMET, XCOMET, BLEURT:
+simul.metrics.learned) with the scorers given.
 
 Used by `simul eval` at the end of a run and by `simul score` on a run directory, so both give the same
 numbers from the same records.
@@ -11,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.bleurt import BleurtScorer
-from simul.metrics.comet_model import CometLike
 from simul.metrics.compute import MethodReport, Scorers, reports_for
 from simul.metrics.families.longform import DEFAULT_RESEGMENT, RESEGMENTERS
+from simul.metrics.learned import SegmentScorer
 from simul.metrics.registry import METRICS
 from simul.request.methods import Method
 from simul.streams.format import Stream
@@ -63,16 +63,19 @@ def score(
     results: Mapping[str, list[StreamResult]],
     streams: Mapping[str, Stream],
     ne_tokenizer: str,
-    comet: CometLike | None,
+    learned: Sequence[SegmentScorer | None],
     comet_reason: str | None,
     missing: frozenset[str] = frozenset(),
     resegment: str = DEFAULT_RESEGMENT,
-    bleurt: BleurtScorer | None = None,
 ) -> Scored:
-    """Every metric of every method. Long-form runs (whole talks) are scored as IWSLT 2026 does: the talk's
-    output re-segmented onto its reference segments (``resegment``: softsegmenter or mwer), then BLEU, chrF
-    and COMET per segment, and the long-form latencies (simul.metrics.longform)."""
-    scorers = Scorers(comet=comet, comet_reason=comet_reason, resegment=resegment, bleurt=bleurt)
+    """Every metric of every method; ``learned``: the learned scorers (simul.metrics.learned: COMET, XCOMET,
+    BLEURT; None entries are skipped), ``comet_reason`` why there is no COMET-family one. Long-form runs
+    (whole talks) are scored as IWSLT 2026 does: the talk's output re-segmented onto its reference segments
+    (``resegment``: softsegmenter or mwer), then BLEU, chrF and the learned metrics per segment, and the
+    long-form latencies (simul.metrics.longform). The run's ``comet`` block describes its COMET-family scorer
+    (COMET before XCOMET when there are both)."""
+    scorers_used = tuple(s for s in learned if s is not None)
+    scorers = Scorers(learned=scorers_used, comet_reason=comet_reason, resegment=resegment)
     reports = reports_for(methods, results, streams, ne_tokenizer, missing, scorers)
     signatures: dict[str, Any] = {"ne_tokenizer": ne_tokenizer}
     for report in reports:
@@ -81,6 +84,7 @@ def score(
     for report in reports:
         for name, sig in report.extra.get("longform", {}).get("signatures", {}).items():
             signatures.setdefault(f"longform_{name}", sig)
+    comet = next((s for s in scorers_used if s.kind in ("comet", "xcomet")), None)
     comet_info: dict[str, Any] = {"available": comet is not None, "reason": comet_reason}
     if comet is not None:
         comet_info.update(

@@ -9,7 +9,7 @@ per hypothesis token (O, minor, major, critical). The tags, averaged over the th
 critical) / 25; the segment score is 0.12, 0.33 and 0.33 times the three regression scores plus 0.22 times
 the MQM score. The system score is the mean of the segment scores. simul calls the class's own ``predict``
 and records its figures as they come: the segment scores (run.json's ``xcomet``, per_stream's ``xcomet``),
-the spans and whether the model's input was cut at its 512 tokens (simul.metrics.comet_worker).
+the spans and whether the model's input was cut at its 512 tokens (simul.metrics.xcomet_worker).
 
 **Why a child process.** XCOMET-XL takes about 29 GB to load (simul.metrics.comet_model: its 14 GB fp32
 checkpoint is read whole, then copied into the model). Where the kernel's out-of-memory killer ends the
@@ -46,7 +46,7 @@ from simul.metrics.comet_model import (
 
 __all__ = ["ScorerKilled", "XcometScorer"]
 
-WORKER = "simul.metrics.comet_worker"
+WORKER = "simul.metrics.xcomet_worker"
 
 
 def _stop(process: subprocess.Popen[str], log: IO[bytes]) -> None:
@@ -63,9 +63,10 @@ def _stop(process: subprocess.Popen[str], log: IO[bytes]) -> None:
 
 
 class XcometScorer:
-    """An XCOMET model loaded in a child process (simul.metrics.comet_worker)."""
+    """An XCOMET model loaded in a child process (simul.metrics.xcomet_worker)."""
 
     kind = "xcomet"
+    needs_source = True
 
     def __init__(self, model: str, batch_size: int, checkpoint: Path) -> None:
         self.model = model

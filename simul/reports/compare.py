@@ -59,7 +59,9 @@ from simul.streams.references import describe_references
 # no default because they differ between machines and loads: opt in with e.g. --max-drop speedup=0.05.
 DEFAULT_MAX_DROP = {"comet": 0.005, "xcomet": 0.005, "chrf": 0.5, "bleu": 1.0}
 DEFAULT_MAX_INCREASE = {"ne": 0.05, "ne_display": 0.05}
-BOOTSTRAP_METRICS = ("chrf", "bleu", "comet", "xcomet", "bleurt")
+# corpus metrics resampled by streams, and every metric whose system score is a mean of segment scores
+SEGMENT_MEANS = tuple(name for name, info in METRICS.items() if info.segment_mean)
+BOOTSTRAP_METRICS = ("chrf", "bleu", *SEGMENT_MEANS)
 
 
 @dataclass
@@ -627,7 +629,7 @@ def _add_paired_statistics(
                 corpus_scores(name, hyps_n, refs, tgt),
             )
             by_name[name].bootstrap = diff_bootstrap(scores_b, scores_n, samples)
-    for learned in ("comet", "xcomet", "bleurt"):
+    for learned in SEGMENT_MEANS:
         comet_b = [base.per_stream.get((b_key, sid), {}).get(learned) for sid in ids]
         comet_n = [new.per_stream.get((n_key, sid), {}).get(learned) for sid in ids]
         if learned in by_name and samples > 0 and all(c is not None for c in comet_b + comet_n):

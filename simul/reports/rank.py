@@ -37,6 +37,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
+from simul.metrics.registry import METRICS
 from simul.metrics.signatures import Signature
 from simul.reports.significance import (
     RANK_SEED,
@@ -50,7 +51,8 @@ from simul.runs.directory import STATUS_COMPLETE, load_run, load_run_json, read_
 
 METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
 LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
-SEGMENT_MEANS = ("xcomet", "comet", "bleurt")  # system score = mean of segment scores
+# system score = mean of segment scores (the metric records say which)
+SEGMENT_MEANS = tuple(name for name, info in METRICS.items() if info.segment_mean)
 BAND_ORDER = ("low", "high", "over", None)
 
 
@@ -220,7 +222,7 @@ def systems_of(run_dir: Path) -> list[System]:
                 signatures=run.get("signatures") or {},
                 band=method_band(method),
                 stream_laal=_float(metrics.get("long_laal" if longform else "latency")),
-                ca_yaal=_float(metrics.get("ca_long_yaal" if longform else "yaal_ca")),
+                ca_yaal=_float(metrics.get(METRICS["long_yaal" if longform else "yaal"].ca or "")),
                 latency_unit=str(
                     (counts.get("longform") or {}).get("latency_unit")
                     if longform

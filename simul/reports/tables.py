@@ -8,28 +8,27 @@ from typing import Any
 from rich.table import Table
 
 from simul.common.safe_text import markup
+from simul.metrics.registry import METRICS
 from simul.reports.engine_notes import NOISE_MARK, noise_line, within_noise
 from simul.reports.timing_notes import MARK, TimingNotes
 
-# metric, header, format; the order follows the paper's Table 2, then the figures it does not report
-TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("comet", "COMET", ".3f"),
-    ("ne", "NE", ".2f"),
-    ("ad", "A/D", ".1f"),
-    ("ao", "A/O", ".1f"),
-    ("tps", "TPS", ".0f"),
-    ("speedup", "Speedup", ".2f"),
-    ("chrf", "chrF", ".1f"),
-    ("bleu", "BLEU", ".1f"),
-    ("ne_display", "NE disp", ".2f"),
-    ("latency", "LAAL", ".2f"),
-)
+
+def spec_column(name: str) -> tuple[str, str, str]:
+    """A table column of a metric as its record (simul.metrics.registry) titles and formats it."""
+    info = METRICS[name]
+    return (info.name, info.title, info.fmt)
+
+
+# (metric, header, format) columns, titled and formatted by the metric records; the order follows the paper's
+# Table 2, then the figures it does not report
+TABLE2_NAMES = ("comet", "ne", "ad", "ao", "tps", "speedup", "chrf", "bleu", "ne_display", "latency")
+TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = tuple(spec_column(name) for name in TABLE2_NAMES)
 
 # Long-form runs (whole talks): resegmented quality and IWSLT 2026's latency (LongYAAL, its regime) instead
 # of the sentence-level LAAL.
 LONGFORM_COLUMNS: tuple[tuple[str, str, str], ...] = (
     *(c for c in TABLE2_COLUMNS if c[0] != "latency"),
-    ("long_yaal", "LongYAAL", ".0f"),
+    spec_column("long_yaal"),
     ("ca_long_yaal", "CA", ".0f"),
     ("regime", "Regime", ""),
 )
@@ -55,10 +54,7 @@ def methods_table(
     clearly less CPU than it asked for (``timing``) carry a mark, explained in the caption."""
     if tuple(columns) == TABLE2_COLUMNS and any("longform" in m.get("counts", {}) for m in methods):
         columns = LONGFORM_COLUMNS
-    if any("xcomet" in m.get("metrics", {}) for m in methods):  # scored with an XCOMET model
-        columns = [("xcomet", "XCOMET", ".3f") if c[0] == "comet" else c for c in columns]
-    if any("bleurt" in m.get("metrics", {}) for m in methods) and "bleurt" not in {c[0] for c in columns}:
-        columns = [*columns, ("bleurt", "BLEURT", ".3f")]
+    columns = learned_columns(methods, columns)
     truncated = xcomet_note(methods)
     if truncated:
         caption = f"{caption}\n{truncated}" if caption else truncated
@@ -93,6 +89,31 @@ def methods_table(
                 cells.append(cell + MARK if name in marked and metrics.get(name) is not None else cell)
         table.add_row(markup(method.get("label", method["name"]), newlines=False), *cells)
     return table
+
+
+def learned_columns(
+    methods: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
+    """The columns with every learned metric the methods have (simul.metrics.registry: ``learned``) that
+    they lack: one that ``replaces`` another goes in that column when no method has a figure there (XCOMET in
+    COMET's column for a run scored with an XCOMET model alone), after it when some method has one, and
+    nowhere when the columns lack it; the others at the end. A metric of Table 2's own columns (COMET) is
+    never added: a table without it was asked for so (``--metric``)."""
+    out = list(columns)
+    for info in (i for i in METRICS.values() if i.learned and i.name not in TABLE2_NAMES):
+        if info.name in {c[0] for c in out} or not any(info.name in m.get("metrics", {}) for m in methods):
+            continue
+        column = (info.name, info.title, info.fmt)
+        names = [c[0] for c in out]
+        if info.replaces is None:
+            out.append(column)
+        elif info.replaces not in names:
+            continue
+        elif any(m.get("metrics", {}).get(info.replaces) is not None for m in methods):
+            out.insert(names.index(info.replaces) + 1, column)
+        else:
+            out[names.index(info.replaces)] = column
+    return out
 
 
 def xcomet_note(methods: Sequence[dict[str, Any]]) -> str | None:

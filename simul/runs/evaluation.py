@@ -524,7 +524,7 @@ def _score_run(
             decoding.results,
             decoding.stream_map,
             ne_tok,
-            comet,
+            [comet],
             comet_reason,
             resegment=request.resegment,
         )
@@ -586,7 +586,7 @@ def _partial_outcome(
             trimmed,
             streams,
             ne_tok,
-            None,
+            [],
             "skipped: run interrupted",
             resegment=request.resegment,
         )

@@ -295,7 +295,7 @@ def merge_shards(
         results,
         stream_map,
         config["ne_tokenizer"],
-        comet,
+        [comet],
         reason,
         resegment=config.get("resegment", DEFAULT_RESEGMENT),
     )

@@ -1,4 +1,4 @@
-"""A test-only fake out-of-memory kill in the XCOMET child process (simul.metrics.comet_worker).
+"""A test-only fake out-of-memory kill in the XCOMET child process (simul.metrics.xcomet_worker).
 
 With ``SIMUL_TEST_KILL_AT=load`` (or ``score``) in its environment, the child sends itself SIGKILL when it
 reaches that point, exactly as the kernel's out-of-memory killer ends a process: no handler runs, no answer is

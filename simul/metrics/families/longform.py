@@ -4,11 +4,12 @@
   (``cost_growth``), for any run with a talk;
 * when every stream is a talk, quality and latency as IWSLT 2026 scores them (simul.metrics.longform): each
   talk's output re-segmented onto its reference segments (``resegment``: softsegmenter or mwer), then BLEU,
-  chrF and COMET over the segments (the run's ``bleu``, ``chrf``, ``comet``) and LongYAAL, LongLAAL, LongAL,
-  LongDAL, computation-unaware and -aware. The summary goes to the counts (``longform``), and per talk each
-  segment's hypothesis, sentence chrF, COMET and latencies (``segments``); the talk itself gets no COMET.
-  With an XCOMET model the figures are ``xcomet`` instead of ``comet``, and each segment's error spans go to
-  the run's error-span lines (simul.metrics.families.quality.xcomet_spans), with the segment's index.
+  chrF and each learned metric (simul.metrics.learned: COMET, XCOMET, BLEURT) over the segments (the run's
+  ``bleu``, ``chrf``, ``comet``, ``xcomet``, ``bleurt``) and LongYAAL, LongLAAL, LongAL, LongDAL,
+  computation-unaware and -aware. The summary goes to the counts (``longform``), and per talk each segment's
+  hypothesis, sentence chrF, learned scores and latencies (``segments``); the talk itself gets no learned
+  score. XCOMET's error spans of each segment go to the run's error-span lines
+  (simul.metrics.families.quality.xcomet_spans), with the segment's index.
 
 Other runs get None for these metrics, so that every run has the keys."""
 
@@ -18,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.bleurt import BleurtScorer
-from simul.metrics.comet_model import CometLike
-from simul.metrics.families.figures import Figures, combine
+from simul.metrics.families.figures import Figures, combine, rounded
+from simul.metrics.learned import SegmentScorer
 from simul.metrics.talk_cost import talk_cost
 from simul.streams.format import Stream
 
@@ -49,16 +49,16 @@ def longform_figures(
     *,
     talks: bool,
     whole_talks: bool,
-    comet: CometLike | None = None,
+    learned: Sequence[SegmentScorer] = (),
     comet_reason: str | None = None,
     resegment: str = DEFAULT_RESEGMENT,
-    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     """``talks``: some stream is a talk (the talk cost); ``whole_talks``: every stream is (re-segmented
-    scoring; ``comet`` and ``comet_reason``: the COMET scorer or why there is none)."""
+    scoring; ``learned``: the learned scorers, simul.metrics.learned, and ``comet_reason`` why there is no
+    COMET-family one)."""
     cost = _talk_cost(results) if talks else Figures(metrics={"cost_growth": None})
     if whole_talks:
-        scored = _resegmented(results, streams, comet, comet_reason, resegment, bleurt)
+        scored = _resegmented(results, streams, learned, comet_reason, resegment)
     else:
         scored = Figures(metrics=dict.fromkeys(LONGFORM_LATENCIES))
     return combine([cost, scored], len(results))
@@ -76,25 +76,20 @@ def _talk_cost(results: Sequence[StreamResult]) -> Figures:
 def _resegmented(
     results: Sequence[StreamResult],
     streams: Mapping[str, Stream],
-    comet: CometLike | None,
+    learned: Sequence[SegmentScorer],
     comet_reason: str | None,
     resegment: str,
-    bleurt: BleurtScorer | None = None,
 ) -> Figures:
     from simul.metrics.longform import score_talks, talk_from_records
 
     talks = [talk_from_records(streams[r.stream_id], r.steps) for r in results]
-    scores = score_talks(
-        talks, resegment=resegment, comet=comet, comet_unavailable=comet_reason, bleurt=bleurt
-    )
+    scores = score_talks(talks, resegment=resegment, learned=learned, comet_unavailable=comet_reason)
     metrics: dict[str, float | None] = {
         "bleu": round(scores.bleu, 4),
         "chrf": round(scores.chrf, 4),
         "comet": None,
-        scores.comet_kind: None if scores.comet is None else round(scores.comet, 4),
+        **{kind: None if value is None else round(value, 4) for kind, value in scores.learned.items()},
     }
-    if bleurt is not None:
-        metrics["bleurt"] = None if scores.bleurt is None else round(scores.bleurt, 4)
     for name in LONGFORM_LATENCIES:
         value = scores.latency.get(name)
         metrics[name] = None if value is None else round(value, 3)
@@ -107,12 +102,12 @@ def _resegmented(
     rows: list[dict[str, Any]] = [{"segments": by_talk.get(r.stream_id, []), "comet": None} for r in results]
     counts: dict[str, Any] = {"longform": summary}
     spans: list[dict[str, Any]] = []
-    if scores.comet_kind == "xcomet":
+    if "xcomet" in scores.learned:
         for row in rows:
             row["xcomet"] = None
         spans = _segment_spans(scores)
         counts["xcomet_truncated"] = summary.get("xcomet_truncated", 0)
-        counts["xcomet_max_tokens"] = scores.comet_max_tokens
+        counts["xcomet_max_tokens"] = scores.learned_counts.get("xcomet_max_tokens")
     return Figures(metrics=metrics, counts=counts, rows=rows, spans=spans)
 
 
@@ -124,7 +119,7 @@ def _segment_spans(scores: LongformScores) -> list[dict[str, Any]]:
             "stream": seg.talk,
             "segment": seg.index,
             "hypothesis": seg.hypothesis,
-            "xcomet": None if seg.comet is None else round(seg.comet, 4),
+            "xcomet": rounded(seg.learned.get("xcomet"), 4),
             **seg.detail.to_json(),
         }
         for seg in scores.per_segment

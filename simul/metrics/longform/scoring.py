@@ -4,9 +4,10 @@
    by default, mWER optionally).
 2. Quality over the re-segmented segments of every talk, as simul's short-form scoring does
    (``simul.metrics.quality``): corpus BLEU with the target language's sacrebleu tokenizer and corpus chrF,
-   against every reference of each segment; per segment sentence chrF; COMET (``simul.metrics.comet``) on
-   (segment source, re-segmented hypothesis, first reference) when a scorer is given and usable: with an
-   XCOMET model, under ``xcomet``, with each segment's error spans and truncation (``SegmentScore.detail``).
+   against every reference of each segment; per segment sentence chrF; each learned metric given
+   (simul.metrics.learned: COMET, XCOMET, BLEURT) on (segment source, re-segmented hypothesis, first
+   reference), under its ``kind``; XCOMET with each segment's error spans and truncation
+   (``SegmentScore.detail``).
 3. Latency on the same segments (``latency.py``): LongYAAL, LongLAAL (= StreamLAAL), LongAL, LongDAL, each
    computation-unaware (CU, ``delays``) and computation-aware (CA, ``elapsed``), in ms for timed talks and in
    source words for text documents; and IWSLT 2026's regime of CU LongYAAL.
@@ -19,21 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from simul.common.errors import SimulError
 from simul.common.languages import get_language
 from simul.metrics.comet_model import SegmentDetail
+from simul.metrics.learned import SegmentScorer
 from simul.metrics.longform.latency import corpus_latency, regime, segment_latencies
 from simul.metrics.longform.resegment import resegment_talks
 from simul.metrics.longform.talk import LongformTalk
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
 
 LATENCY_DEFINITIONS = "omnisteval-0.1.10"
-
-
-class _Comet(Protocol):
-    def score(self, sources: Sequence[str], outputs: Sequence[str], references: Sequence[str]) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -47,9 +45,8 @@ class SegmentScore:
     chrf: float
     units: int
     latency: dict[str, float | None]
-    comet: float | None = None
+    learned: dict[str, float | None] = field(default_factory=dict)  # each learned metric's segment score
     detail: SegmentDetail | None = None  # XCOMET's spans, truncation and token counts
-    bleurt: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,24 +58,20 @@ class LongformScores:
     empty_segments: int
     bleu: float
     chrf: float
-    comet: float | None
     latency: dict[str, float | None]  # long_yaal, ..., ca_long_dal
     latency_unit: str  # "ms" or "source words"
     regime: str  # low / high / over / n/a
     signatures: dict[str, str]
     per_segment: list[SegmentScore] = field(default_factory=list)
     comet_unavailable: str | None = None
-    comet_kind: str = "comet"  # the metric ``comet`` holds: comet, or xcomet for an XCOMET model
-    comet_max_tokens: int | None = None  # XCOMET's token limit
-    bleurt: float | None = None  # simul.metrics.bleurt's system score, when a checkpoint was given
-    bleurt_signature: str | None = None
+    # each learned metric's system score (simul.metrics.learned; None: its scorer could not score the talks)
+    learned: dict[str, float | None] = field(default_factory=dict)
+    learned_counts: dict[str, Any] = field(default_factory=dict)  # what each scorer counts (SegmentScores)
 
     def to_json(self) -> dict[str, Any]:
-        learned: dict[str, Any] = {"comet": None, self.comet_kind: self.comet}
-        if self.comet_kind == "xcomet":
+        learned: dict[str, Any] = {"comet": None, **self.learned}
+        if "xcomet" in self.learned:
             learned["xcomet_truncated"] = sum(1 for s in self.per_segment if s.detail and s.detail.truncated)
-        if self.bleurt_signature is not None:
-            learned["bleurt"] = self.bleurt
         return {
             "talks": self.talks,
             "segments": self.segments,
@@ -99,8 +92,7 @@ class LongformScores:
                     "references": list(s.references),
                     "chrf": s.chrf,
                     "comet": None,
-                    self.comet_kind: s.comet,
-                    **({"bleurt": s.bleurt} if self.bleurt_signature is not None else {}),
+                    **{kind: s.learned.get(kind) for kind in self.learned},
                     "units": s.units,
                     "latency": dict(s.latency),
                 }
@@ -136,16 +128,15 @@ def score_talks(
     talks: Sequence[LongformTalk],
     tgt: str | None = None,
     resegment: str = "softsegmenter",
-    comet: _Comet | None = None,
+    learned: Sequence[SegmentScorer] = (),
     *,
     comet_unavailable: str | None = None,
     lang: str | None = None,
-    bleurt: Any = None,
 ) -> LongformScores:
     """Score ``talks`` (one target language; ``tgt`` only checks it) after re-segmenting them with
-    ``resegment`` (``softsegmenter`` or ``mwer``). ``comet``: a loaded scorer (``simul.metrics.comet
-    .load_comet``) or None, with ``comet_unavailable`` the reason to record. ``lang``: SoftSegmenter's
-    Moses language (default: the target's code; "" for none)."""
+    ``resegment`` (``softsegmenter`` or ``mwer``). ``learned``: the learned scorers (simul.metrics.learned;
+    COMET, XCOMET, BLEURT), with ``comet_unavailable`` the reason to record when there is no COMET-family one.
+    ``lang``: SoftSegmenter's Moses language (default: the target's code; "" for none)."""
     target = _check(talks, tgt)
     reseg = resegment_talks(talks, resegment, lang)
     lat_rows = segment_latencies(talks, reseg)
@@ -161,39 +152,34 @@ def score_talks(
             where.append((talk.id, index, len(got.words)))
     bleu = corpus_bleu(hyps, refs, target)
     chrf = corpus_chrf(hyps, refs)
-    comet_system: float | None = None
-    comet_segments: list[float | None] = [None] * len(hyps)
     details: list[SegmentDetail | None] = [None] * len(hyps)
-    kind = str(getattr(comet, "kind", "comet"))
-    max_tokens = None
+    systems: dict[str, float | None] = {}
+    segment_scores: dict[str, list[float | None]] = {}
+    learned_counts: dict[str, Any] = {}
     signatures = {
         "resegmentation": reseg.signature,
         "bleu": bleu.signature,
         "chrf": chrf.signature,
         "latency": f"{LATENCY_DEFINITIONS}|{reseg.tool}|unit:{talks[0].unit}|pos:{talks[0].position_unit}",
     }
-    if comet is not None:
-        if any(not s.strip() for s in sources):
+    for scorer in learned:
+        kind = scorer.kind
+        systems[kind] = None
+        segment_scores[kind] = [None] * len(hyps)
+        if scorer.needs_source and any(not s.strip() for s in sources):
             comet_unavailable = "COMET needs every segment's source transcript; some segments have none"
-        else:
-            result = comet.score(sources, hyps, [r[0] for r in refs])
-            comet_system = float(result.system)
-            comet_segments = [float(x) for x in result.segments]
-            signatures[kind] = str(result.signature)
-            if getattr(result, "details", None) is not None:
-                details = list(result.details)
-                max_tokens = result.max_tokens
-    bleurt_segments: list[float | None] = [None] * len(hyps)
-    bleurt_system = bleurt_signature = None
-    if bleurt is not None:
-        bleurt_result = bleurt.score([r[0] for r in refs], hyps)
-        bleurt_segments = [float(x) for x in bleurt_result.segments]
-        bleurt_system = float(bleurt_result.system)
-        bleurt_signature = signatures["bleurt"] = str(bleurt_result.signature)
+            continue
+        result = scorer.score(sources, hyps, [r[0] for r in refs])
+        systems[kind] = float(result.system)
+        segment_scores[kind] = [float(x) for x in result.segments]
+        signatures[kind] = str(result.signature)
+        learned_counts.update(result.counts())
+        if result.details is not None:
+            details = [d if isinstance(d, SegmentDetail) else None for d in result.details]
     per_segment = []
     flat_lat = [row for talk_rows in lat_rows for row in talk_rows]
-    for (talk_id, index, count), hyp, ref, row, c, detail, bl in zip(
-        where, hyps, refs, flat_lat, comet_segments, details, bleurt_segments, strict=True
+    for n, ((talk_id, index, count), hyp, ref, row, detail) in enumerate(
+        zip(where, hyps, refs, flat_lat, details, strict=True)
     ):
         per_segment.append(
             SegmentScore(
@@ -204,9 +190,8 @@ def score_talks(
                 chrf=sentence_chrf(hyp, ref),
                 units=count,
                 latency=dict(vars(row)),
-                comet=c,
+                learned={kind: values[n] for kind, values in segment_scores.items()},
                 detail=detail,
-                bleurt=bl,
             )
         )
     latency = corpus_latency(lat_rows)
@@ -216,15 +201,14 @@ def score_talks(
         empty_segments=sum(1 for _, _, count in where if count == 0),
         bleu=bleu.score,
         chrf=chrf.score,
-        comet=comet_system,
         latency=latency,
         latency_unit=talks[0].position_unit,
         regime=regime(latency["long_yaal"], talks[0].timed),
         signatures=signatures,
         per_segment=per_segment,
-        comet_unavailable=None if comet_system is not None else comet_unavailable,
-        comet_kind=kind,
-        comet_max_tokens=max_tokens,
-        bleurt=bleurt_system,
-        bleurt_signature=bleurt_signature,
+        comet_unavailable=None
+        if any(systems.get(k) is not None for k in ("comet", "xcomet"))
+        else comet_unavailable,
+        learned=systems,
+        learned_counts=learned_counts,
     )

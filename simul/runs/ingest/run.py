@@ -291,10 +291,9 @@ def ingest(request: IngestRequest) -> IngestOutcome:
             results,
             {s.id: s for s in streams},
             ne_tok,
-            comet,
+            [comet, bleurt],
             comet_reason,
             frozenset(outputs.not_available),
-            bleurt=bleurt,
         )
     except Exception as exc:  # any scorer's failure: the steps are kept and the run says so
         reason = error_line(exc)

@@ -1,4 +1,4 @@
-"""The child process that loads an XCOMET model and scores with it: ``python -m simul.metrics.comet_worker``.
+"""The child process that loads an XCOMET model and scores with it: ``python -m simul.metrics.xcomet_worker``.
 
 simul.metrics.xcomet starts it and talks to it in JSON lines: one request per line on its stdin, one answer
 per line on what was its stdout when it started (anything a library prints afterwards goes to stderr, which
