@@ -52,18 +52,17 @@ def test_a_scripted_load_makes_the_chooser_switch_and_say_why() -> None:
     first = follower.changes[0]
     assert (first.from_threads, first.to_threads) == (2, 1)
     assert "4.0x their cost on 2 threads (40.0 ms against 10.0 ms), CPU pressure 70%" in first.reason
-    load.passes(follower, 19, 15)  # one thread, still under pressure: no probe however long
+    load.passes(follower, 19, 9)  # one thread under pressure: no probe before 10 s
     assert load.applied == [1]
-    load.pressure = 60.0
-    load.passes(follower, 19, 15)
-    assert load.applied == [1]
-    load.pressure = 5.0  # the load eases: a probe of 2 threads, which are no faster than one was
+    # a probe of 2 threads, still under pressure (the probe itself finds out whether they pay), which are
+    # no faster than the last window on one thread, measured under the same load
     load.passes(follower, {1: 19, 2: 25}, 3)
     assert load.applied == [1, 2, 1]
-    assert follower.changes[1].reason.startswith("probe after 10 s on 1 thread, CPU pressure 5%")
-    assert "probe: one-token passes took 25.0 ms on 2 threads, no faster than 18.0 ms on 1" in (
+    assert follower.changes[1].reason.startswith("probe after 10 s on 1 thread, CPU pressure 70%")
+    assert "probe: one-token passes took 25.0 ms on 2 threads, no faster than 19.0 ms on 1" in (
         follower.changes[2].reason
     )
+    load.pressure = 5.0  # the load eases
     load.passes(follower, 18, 15)  # the next probe waits twice as long
     assert load.applied == [1, 2, 1]
     load.passes(follower, {1: 18, 2: 10}, 6)
@@ -123,8 +122,11 @@ def test_threads_stacked_on_one_cpu_make_it_go_down_to_one() -> None:
     why = follower.changes[0].reason
     assert why.startswith("llama.cpp's 2 threads all ran on CPU 0 in 2 checks in a row")
     assert why.endswith("CPU pressure 90%")
-    passes(60)  # the pressure stays: no probe
-    assert load.applied == [1]
+    # on one thread the passes are no faster (this script's passes take 10 ms on any count): each probe
+    # goes back, and the next one waits twice as long (10 s, 20 s, then 40 s: past these 60 s)
+    passes(60)
+    assert load.applied == [1, 2, 1, 2, 1]
+    assert [round(c.at_s - follower.changes[0].at_s) for c in follower.changes[1::2]] == [10, 31]
     # one CPU allowed: the placement means nothing
     alone = LoadFollower(2, load.applied.append, clock=lambda: load.now, placement=placement, cpus=1)
     alone.calibrated({2: 0.010})
@@ -132,6 +134,41 @@ def test_threads_stacked_on_one_cpu_make_it_go_down_to_one() -> None:
         load.now += 0.01
         alone.after_pass(1, 0.01)
     assert alone.changes == []
+
+
+def test_a_probe_that_wins_under_load_keeps_the_threads_even_stacked() -> None:
+    """Beside two busy loops gemma's stacked pair beats one thread (a larger share of the CPUs): the probe
+    finds that, and the stacking rule rests until a slow window sends the threads down again."""
+    load = ScriptedLoad()
+    ran = {11: 0.0, 12: 0.0}
+    where = {11: 0, 12: 0}  # stacked from the start
+    cost = {2: 0.030, 1: 0.040}  # under this load: 30 ms a pass on the stacked pair, 40 ms on one thread
+
+    def placement() -> dict[int, tuple[float, int]]:
+        return {tid: (ran[tid], where[tid]) for tid in ran}
+
+    def passes(seconds: float) -> None:
+        end = load.now + seconds
+        while load.now < end:
+            took = cost[follower.threads]
+            load.now += took
+            ran[11] += took / 2
+            ran[12] += took / 2
+            follower.after_pass(1, took)
+
+    follower = LoadFollower(
+        2, load.applied.append, clock=lambda: load.now, pressure=lambda: 90.0, placement=placement, cpus=2
+    )
+    follower.calibrated({2: 0.010, 1: 0.018})  # idle costs
+    passes(3)
+    assert load.applied == [1] and "all ran on CPU 0" in follower.changes[0].reason
+    passes(60)  # the probe after 10 s wins: 2 threads stay although they still share CPU 0
+    assert load.applied == [1, 2]
+    assert follower.changes[1].reason.startswith("probe after 10 s on 1 thread, CPU pressure 90%")
+    cost[2] = 0.090  # the pair now runs 2.25x slower than one thread did: the slowness rule sends it down
+    passes(3)
+    assert load.applied == [1, 2, 1]
+    assert "their cost on 2 threads" in follower.changes[2].reason
 
 
 def test_thread_placement_reads_this_process() -> None:

@@ -29,8 +29,12 @@ calibration measured):
   for a CPU) is recorded with the reason, and a pressure above PRESSURE_HIGH lowers the bar to
   PRESSURE_SLOW.
 * on 1 thread, every ``probe`` seconds (PROBE_SECONDS, doubled after each probe that failed, up to
-  MAX_PROBE_SECONDS), ``top`` threads are tried again, unless the CPU pressure is still above
-  PRESSURE_HIGH; the probe's first window decides: no faster than one thread was, and it goes back.
+  MAX_PROBE_SECONDS), ``top`` threads are tried again, whatever the CPU pressure; the probe's first window
+  decides against the last window on 1 thread, so both were measured under the same load: no faster, and
+  it goes back. A probe that won means that under this load ``top`` threads beat one even where they share
+  a CPU (on gemma beside two busy loops: a stacked pair gets a larger share of the CPUs than one thread, and
+  costs only 1.3x one thread's CPU per pass), so the stacking rule rests until the next change; the
+  slowness rule stays, against the last window on 1 thread.
 
 The wait policy is OpenMP's, read once when llama.cpp loads (simul.machine.openmp): it cannot follow the
 load during a run and stays as chosen at start. Every change is recorded (seconds since the model was loaded,
@@ -162,6 +166,8 @@ class LoadFollower:
         self._probe_wait = PROBE_SECONDS
         self._probing = False
         self._slow_windows = 0  # consecutive slow checks on `top` threads
+        self._last_mean: dict[int, float] = {}  # the last window's mean pass per thread count
+        self._top_won = False  # the last probe found `top` threads faster than 1 under the load of then
         self._window: list[float] = []  # seconds of the one-token passes since the last check
         self.passes = 0
         # seconds of a one-token pass per thread count: the calibrated cost, else the fastest window seen
@@ -205,10 +211,11 @@ class LoadFollower:
             self.expected[n] = mean  # the fastest window on this count, where calibration did not say
         pressure = (self._pressure or cpu_pressure)()
         said = "" if pressure is None else f", CPU pressure {pressure:.0f}%"
+        self._last_mean[n] = mean
         if n == self.top:
             if self._probing:
                 self._probing = False
-                alone = self.expected.get(1)
+                alone = self._last_mean.get(1, self.expected.get(1))
                 if alone is not None and mean >= alone:
                     self._probe_wait = min(MAX_PROBE_SECONDS, 2 * self._probe_wait)
                     self._change(
@@ -219,7 +226,8 @@ class LoadFollower:
                     )
                     return
                 self._probe_wait = PROBE_SECONDS
-            if cpu is not None and self._stacked_checks >= STACKED_CHECKS:
+                self._top_won = True
+            if cpu is not None and self._stacked_checks >= STACKED_CHECKS and not self._top_won:
                 self._change(
                     now,
                     1,
@@ -228,7 +236,7 @@ class LoadFollower:
                 )
                 return
             base = self.expected.get(n)
-            alone = self.expected.get(1)
+            alone = self._last_mean.get(1, self.expected.get(1)) if self._top_won else self.expected.get(1)
             bar = PRESSURE_SLOW if pressure is not None and pressure > PRESSURE_HIGH else SLOW
             slow = base is not None and mean > bar * base and (alone is None or mean > alone)
             self._slow_windows = self._slow_windows + 1 if slow else 0
@@ -240,14 +248,14 @@ class LoadFollower:
                     f"({1000 * mean:.1f} ms against {1000 * base:.1f} ms){said}",
                 )
         elif now - self._last_change >= self._probe_wait:
-            if pressure is not None and pressure > PRESSURE_HIGH:
-                return
             self._probing = True
             self._change(now, self.top, f"probe after {self._probe_wait:.0f} s on 1 thread{said}")
 
     def _change(self, now: float, to: int, reason: str) -> None:
         self.changes.append(ThreadChange(now - self._start, self.passes, self.threads, to, reason))
         self._apply(to)
+        if to < self.threads:
+            self._top_won = False
         self.threads = to
         self._last_change = now
         self._window = []
