@@ -15,7 +15,7 @@ from simul.decoding.backend import exactness
 def test_the_patch_file_carries_the_version_simul_drives() -> None:
     patch = (Path(__file__).resolve().parent.parent / exactness.PATCH_FILE).read_text()
     assert f'return "{exactness.PATCH}";' in patch
-    macros = {"tiled": "TILED", "flash-attn": "FA", "repack": "REPACK", "sgemm": "SGEMM"}
+    macros = {"tiled": "TILED", "flash-attn": "FA", "repack": "REPACK", "sgemm": "SGEMM", "kv-order": "KV"}
     for name, bit in exactness.PARTS.items():
         assert re.search(rf"#define GGML_CPU_EXACT_{macros[name]} +{bit}\n", patch), name
     assert re.search(rf"#define GGML_CPU_EXACT_ALL +{exactness.ALL_PARTS}\n", patch)
