@@ -36,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,9 +76,14 @@ class _Switch:
         self.state: int | None = None  # the parts last set from here (None: never)
 
     def find(self, llama_cpp: object) -> None:
-        if self.searched:
-            return
-        self.searched = True
+        # simul bench loads its lanes' backends in threads at once: the first search must finish before
+        # another thread reads its result (a second thread saw no switch, and its lane ran in fast mode)
+        with _FIND_LOCK:
+            if not self.searched:
+                self._search(llama_cpp)
+                self.searched = True
+
+    def _search(self, llama_cpp: object) -> None:
         for path in _cpu_libraries(llama_cpp):
             try:
                 # the copy llama.cpp loaded: pip installs the .so, .so.0 and .so.0.x names as separate
@@ -96,6 +102,7 @@ class _Switch:
             return
 
 
+_FIND_LOCK = threading.Lock()
 _switch = _Switch()
 #: dlopen only what is loaded already (POSIX); elsewhere the first library found
 _NOLOAD = getattr(os, "RTLD_NOLOAD", 0)
