@@ -102,10 +102,59 @@ def test_exact_rows_do_not_depend_on_the_thread_count(near_ties: Path) -> None:
 
 
 def test_a_pass_shared_with_other_sequences_is_exact(exact_backend: LlamaBackend) -> None:
-    """--parallel: each sequence keeps a cache of its own, so its rows are those of --parallel 1."""
+    """--parallel: the sequences share one cache, each in its own region, so its rows are those of
+    --parallel 1."""
     report = probe(exact_backend, widths=[1, 3, 8], rows=24, companions=3)
     assert report.exact, report.lines()
     assert exact_backend.n_seq == 1  # the probe gives the context back as it found it
+
+
+def rows_after_a_freed_neighbour(
+    backend: LlamaBackend, prompt: list[int], tokens: list[int]
+) -> np.ndarray[Any, Any]:
+    """Sequence 0's rows for ``tokens`` (one per pass, beside a row of sequence 1) after sequence 1, whose
+    cells came first in the shared cache, freed most of them: llama.cpp's own placement then puts sequence
+    0's next cells before its earlier ones."""
+    backend.configure(2, 512)
+    backend.reset()
+    neighbour, probed = backend.sequence(1), backend.sequence(0)
+    neighbour.eval(prompt + prompt, logits_from=None)
+    probed.eval(prompt, logits_from=None)
+    neighbour.truncate(2)
+    rows = []
+    for token in tokens:
+        got = backend.eval_many([(probed, [token], 0), (neighbour, [token], None)])[0]
+        assert got is not None
+        rows.append(got[0].copy())
+    return np.array(rows)
+
+
+def test_a_sequence_keeps_its_cells_in_order_when_others_free_theirs(exact_backend: LlamaBackend) -> None:
+    """The patch's KV part: each sequence's cells stay in its own region, in the order of its positions,
+    whatever the other sequences free; without it (the other parts on) this sequence's rows move."""
+    backend = exact_backend
+    backend.configure(1, 2048)
+    prompt = backend.tokenize(
+        "The committee met on Tuesday to discuss the budget for next year.", add_special=True
+    )
+    backend.reset()
+    first = backend.eval(prompt, logits_from=len(prompt) - 1)
+    assert first is not None
+    tokens, reference = [int(np.argmax(first[-1]))], []
+    for _ in range(12):
+        row = backend.eval([tokens[-1]], logits_from=0)
+        assert row is not None
+        reference.append(row[0].copy())
+        tokens.append(int(np.argmax(row[0])))
+    tokens.pop()
+    try:
+        assert np.array_equal(rows_after_a_freed_neighbour(backend, prompt, tokens), np.array(reference))
+        backend.exact_parts = exactness.ALL_PARTS & ~exactness.PARTS["kv-order"]
+        unordered = rows_after_a_freed_neighbour(backend, prompt, tokens)
+        assert not np.array_equal(unordered, np.array(reference))
+    finally:
+        backend.exact_parts = None
+        backend.configure(1, 2048)
 
 
 # -- whole streams -----------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from simul.decoding.backend import exactness
 def test_the_patch_file_carries_the_version_simul_drives() -> None:
     patch = (Path(__file__).resolve().parent.parent / exactness.PATCH_FILE).read_text()
     assert f'return "{exactness.PATCH}";' in patch
-    macros = {"tiled": "TILED", "flash-attn": "FA", "repack": "REPACK", "sgemm": "SGEMM"}
+    macros = {"tiled": "TILED", "flash-attn": "FA", "repack": "REPACK", "sgemm": "SGEMM", "kv-order": "KV"}
     for name, bit in exactness.PARTS.items():
         assert re.search(rf"#define GGML_CPU_EXACT_{macros[name]} +{bit}\n", patch), name
     assert re.search(rf"#define GGML_CPU_EXACT_ALL +{exactness.ALL_PARTS}\n", patch)
@@ -77,3 +77,29 @@ def test_the_cost_tool_names_the_parts_of_the_patch() -> None:
     tool = load_tool("exact_costs")
     assert {f"only-{name}": bit for name, bit in exactness.PARTS.items()} == tool.PART_MODES
     assert sum(exactness.PARTS.values()) == exactness.ALL_PARTS
+
+
+def test_threads_that_look_for_the_switch_at_once_all_find_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """simul bench loads its lanes in threads at once: a lane that asked while the first search ran saw no
+    switch, and ran in fast mode beside an exact lane."""
+    import threading
+    import time
+
+    switch = exactness._Switch()
+
+    def slow_search(self: exactness._Switch, llama_cpp: object) -> None:
+        time.sleep(0.2)
+        self.setter, self.patch = print, exactness.PATCH
+
+    monkeypatch.setattr(exactness._Switch, "_search", slow_search)
+    monkeypatch.setattr(exactness, "_switch", switch)
+    seen: list[bool] = []
+    threads = [
+        threading.Thread(target=lambda: seen.append(exactness.exact_support(object(), 0).available))
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [True, True]

@@ -12,8 +12,9 @@ process's CPU/wall.
         [--repeats 15] [--threads 2] [--json OUT.json]
 Modes: fast (llama.cpp's defaults: FlashAttention auto, repacked weights), exact (simul's exact mode, repacked
 weights through gemv row by row), exact-norepack (exact mode on weights that are not repacked),
-fast-norepack, and only-tiled, only-flash-attn, only-repack, only-sgemm: fast mode with one part of exact
-mode's switch on (what that part costs; exact needs them all).
+fast-norepack, and only-tiled, only-flash-attn, only-repack, only-sgemm, only-kv-order: fast mode with one
+part of exact mode's switch on (what that part costs; exact needs them all; only-kv-order places cells of a
+shared cache, which these one-sequence passes do not have).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ MODES = {
     "fast-norepack": {"exact": False, "repack": False},
 }
 #: fast mode with one part of exact mode (simul.decoding.backend.exactness.PARTS): what that part costs
-PART_MODES = {"only-tiled": 1, "only-flash-attn": 2, "only-repack": 4, "only-sgemm": 8}
+PART_MODES = {"only-tiled": 1, "only-flash-attn": 2, "only-repack": 4, "only-sgemm": 8, "only-kv-order": 16}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,11 +12,13 @@ With a draft model loaded beside the target, each stream also owns the draft con
 index (its ``partner``, simul.decoding.draft_model): in a round, the machines that ask for a pass of the draft
 model (``Eval.draft``) share one forward pass of it, made before the target's pass of the others.
 
-The logits of a batched pass can differ in the last bits from a pass of one sequence (the kernels cut the
-work differently, and where in the shared cache a sequence's cells lie sets the order of the attention's
-sums), so outputs under N > 1 can differ from N = 1 at near-ties. They are still a function of the stream
-file, its order, N, the method, the model and the settings: the schedule is deterministic, so a re-run gives
-the same outputs (tested); within one N, every method sees the same streams.
+In fast mode the logits of a batched pass can differ in the last bits from a pass of one sequence (the
+kernels cut the work differently, and where in the shared cache a sequence's cells lie sets the order of the
+attention's sums), so outputs under N > 1 can differ from N = 1 at near-ties; exact mode keeps each
+sequence's cells in order in a region of its own and gives N = 1's outputs (simul.decoding.backend.exactness).
+Fast mode's outputs are still a function of the stream file, its order, N, the method, the model and the
+settings: the schedule is deterministic, so a re-run gives the same outputs (tested); within one N, every
+method sees the same streams.
 """
 
 from __future__ import annotations

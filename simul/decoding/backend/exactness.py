@@ -12,12 +12,18 @@ on, wider passes take the arithmetic of a one-row pass:
 - repacked weights (the interleaved K-quant/Q4_0 rows of ``use_extra_bufts``) through gemv row by row, each
   row quantized on its own, as a one-row pass does, instead of the 4-row gemm;
 - llamafile's tinyBLAS only for quantized weights, whose per-block sums and scale FMAs run in vec_dot's order;
-  float weights go through vec_dot.
+  float weights go through vec_dot;
+- in a KV cache shared by several sequences (``--parallel``: ``kv_unified``), each sequence's cells in a
+  region of the cache of its own (sequence s: cells s * size / n_seq_max onwards), in the order of its
+  positions. Attention visits cells in cache order and skips the masked cells of other sequences, so a
+  sequence's sums run over its own cells in its own order, as in a cache of its own. llama.cpp's placement
+  puts a token in the first free cell, which after other sequences free cells may lie before the sequence's
+  earlier cells.
 
 And FlashAttention is on: without it the attention's F16 matrix products go through tinyBLAS's float kernels
-and the softmax sums over every cell of the cache. With several sequences in one context (``--parallel``)
-each sequence keeps a cache of its own (``kv_unified`` off): in a shared cache a sequence's cells need not
-follow its positions once other sequences free cells, and attention visits cells in cache order.
+and the softmax sums over every cell of the cache. The shared cache matters for speed: with a cache per
+sequence llama.cpp cuts a batch into micro-batches of sequences with consecutive ids and equal token counts,
+each a pass over the weights (issue 50).
 
 The switch is process-wide and read inside a pass, by ggml's worker threads too, so a backend sets it before
 each of its forward passes (``apply``), under a lock that lets one pass run at a time in the process
@@ -30,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,11 +46,11 @@ from typing import Any
 #: gemma-3-270m) exact RT ran at 0.999 and exact SSBD 0.2 at 0.976 of fast mode's TPS (docs/results.md)
 DEFAULT_EXACT = True
 #: the patch version the library reports (ggml_cpu_exact_patch) that this simul knows how to drive
-PATCH = "simul-exact/2"
+PATCH = "simul-exact/3"
 #: the patch's parts (bits of ggml_cpu_set_exact's argument; every one is needed for exactness, each alone
 #: serves to measure what it costs: tools/exact_costs.py)
-PARTS: dict[str, int] = {"tiled": 1, "flash-attn": 2, "repack": 4, "sgemm": 8}
-ALL_PARTS = 15
+PARTS: dict[str, int] = {"tiled": 1, "flash-attn": 2, "repack": 4, "sgemm": 8, "kv-order": 16}
+ALL_PARTS = 31
 PATCH_FILE = "tools/llama-patches/ggml-cpu-exact.patch"
 
 
@@ -69,9 +76,14 @@ class _Switch:
         self.state: int | None = None  # the parts last set from here (None: never)
 
     def find(self, llama_cpp: object) -> None:
-        if self.searched:
-            return
-        self.searched = True
+        # simul bench loads its lanes' backends in threads at once: the first search must finish before
+        # another thread reads its result (a second thread saw no switch, and its lane ran in fast mode)
+        with _FIND_LOCK:
+            if not self.searched:
+                self._search(llama_cpp)
+                self.searched = True
+
+    def _search(self, llama_cpp: object) -> None:
         for path in _cpu_libraries(llama_cpp):
             try:
                 # the copy llama.cpp loaded: pip installs the .so, .so.0 and .so.0.x names as separate
@@ -90,6 +102,7 @@ class _Switch:
             return
 
 
+_FIND_LOCK = threading.Lock()
 _switch = _Switch()
 #: dlopen only what is loaded already (POSIX); elsewhere the first library found
 _NOLOAD = getattr(os, "RTLD_NOLOAD", 0)

@@ -215,9 +215,10 @@ class LlamaBackend:
         # --parallel 8 on 2 cores: 91.5 s per-sequence caches, 63.6 s one cache, 118.1 s --parallel 1).
         # The attention of a shared cache skips the cells of other sequences (masked), and
         # llama_memory_seq_rm with a sequence id still removes that sequence's cells alone.
-        # Exact mode keeps a cache per sequence: attention visits a shared cache's cells in cache order,
-        # and a sequence's cells need not follow its positions there once other sequences free cells.
-        cparams.kv_unified = n_seq > 1 and not self.exact
+        # In exact mode the patch keeps each sequence's cells in a region of its own, in the order of its
+        # positions (exactness.py), so that its attention sums run as in a cache of its own: a cache per
+        # sequence cost the same micro-batches (exact --parallel 8 at 0.97 of --parallel 1's wall, issue 50).
+        cparams.kv_unified = n_seq > 1
         ctx = lib.llama_init_from_model(self._model, cparams)  # type: ignore[attr-defined]
         if not ctx:
             reason = next((line.strip() for line in reversed(LLAMA_LOG) if "error" in line.lower()), "")
@@ -318,7 +319,7 @@ class LlamaBackend:
             "mode": "exact" if self.exact else "fast",
             "flash_attn": self.flash_attn,
             "repack": self.repack,
-            "kv_unified": self.n_seq > 1 and not self.exact,
+            "kv_unified": self.n_seq > 1,
             "exact_patch": self.exact_support.patch,
             "exact_available": self.exact_support.available,
             **({"exact_unavailable": self.exact_support.reason} if not self.exact_support.available else {}),
