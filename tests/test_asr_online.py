@@ -513,10 +513,10 @@ def test_the_summary_shows_the_slowest_updates_and_how_many_ran_away(clock: Fake
     assert 200 < summary["update_ms_median"] < 1000 and summary["loops_dropped"] == 0
 
 
-def test_each_buffer_is_decoded_once_and_its_unfinished_tail_kept() -> None:
+def test_each_buffer_is_decoded_once() -> None:
     """recognizer.one_window over faster-whisper's own split (stand-in tokens, no weights): a window whose
-    output does not close its last segment keeps that tail as a segment and ends the window, instead of
-    seeking back to the last timestamp (faster-whisper's second encoder and decoder pass)."""
+    output does not close its last segment ends there, instead of seeking back to the last timestamp
+    (faster-whisper's second encoder and decoder pass); its segments are faster-whisper's."""
     from functools import partial
     from types import SimpleNamespace
 
@@ -525,29 +525,24 @@ def test_each_buffer_is_decoded_once_and_its_unfinished_tail_kept() -> None:
 
     model = SimpleNamespace(time_precision=0.02, input_stride=2)
     split = partial(transcribe_module.WhisperModel._split_segments_by_timestamps, model)
+    once = one_window(split)
     tokenizer = SimpleNamespace(timestamp_begin=1000, eot=999)
     window = dict(tokenizer=tokenizer, time_offset=0.0, segment_size=500, segment_duration=5.0, seek=0)
 
     def at(seconds: float) -> int:
         return 1000 + round(seconds / 0.02)
 
-    said = [at(0.0), 1, 2, at(1.0), at(1.0), 3, 4]  # "1 2" closed at 1 s, "3 4" still running
-    segments, seek, closed = split(tokens=said, **window)
-    assert [s["tokens"] for s in segments] == [said[:4]] and seek == 100 and not closed  # seeks back to 1 s
-    segments, seek, closed = one_window(split, 0.02)(tokens=said, **window)
-    assert [(s["start"], s["end"], s["tokens"]) for s in segments] == [
-        (0.0, 1.0, said[:4]),
-        (1.0, 5.0, said[4:]),
-    ]
-    assert seek == 500 and closed
-    opened = [at(0.0), 1, 2, at(1.0), at(1.0)]  # Whisper opened a segment and stopped: nothing to keep
-    segments, seek, closed = one_window(split, 0.02)(tokens=opened, **window)
-    assert [s["tokens"] for s in segments] == [opened[:4]] and seek == 500 and closed
+    running = [at(0.0), 1, 2, at(1.0), at(1.0), 3, 4]  # "1 2" closed at 1 s, "3 4" still running
+    opened = [at(0.0), 1, 2, at(1.0), at(1.0)]  # Whisper opened a segment at 1 s and stopped
+    capped = [at(0.0), 1, 2]  # no pair at all (the token cap)
+    for tokens in (running, opened, capped):
+        segments, _, closed = split(tokens=tokens, **window)
+        assert not closed  # faster-whisper decodes again from the last timestamp or word end
+        assert once(tokens=tokens, **window) == (segments, 500, True)  # the same segments, the window ends
+    assert [s["tokens"] for s in split(tokens=running, **window)[0]] == [running[:4]]
+    assert split(tokens=running, **window)[1] == 100  # faster-whisper's seek: back to 1 s (100 frames)
     whole = [at(0.0), 1, 2, at(1.0), at(1.0), 3, at(2.0)]  # every segment closed: as faster-whisper splits
-    assert one_window(split, 0.02)(tokens=whole, **window) == split(tokens=whole, **window)
-    running = [at(0.0), 1, 2]  # no pair at all (the token cap): one segment, and the window ends
-    segments, seek, closed = one_window(split, 0.02)(tokens=running, **window)
-    assert [s["tokens"] for s in segments] == [running] and seek == 500 and closed
+    assert once(tokens=whole, **window) == split(tokens=whole, **window)
 
 
 def test_the_one_pass_split_is_in_place_only_while_transcribing() -> None:

@@ -161,7 +161,7 @@ class DecodingBounds:
 Split = Callable[..., tuple[list[dict[str, Any]], int, bool]]
 
 
-def one_window(split: Split, time_precision: float) -> Split:
+def one_window(split: Split) -> Split:
     """faster-whisper's ``_split_segments_by_timestamps``, changed so that a window is decoded once.
 
     faster-whisper 1.x (``WhisperModel.generate_segments``) splits a window's tokens at its timestamp pairs;
@@ -169,10 +169,13 @@ def one_window(split: Split, time_precision: float) -> Split:
     token cap stopped it), it drops the unfinished tail and seeks to the last timestamp (with word
     timestamps, to the last word's end), so that the rest of the buffer is encoded and decoded a second
     time. On a long-form buffer that doubled an update's cost (2.7 s against a median of 0.56 s on the
-    issue-52 recording). This split keeps the unfinished tail as a last segment (its end then becomes its
-    last word's end in ``add_word_timestamps``; LocalAgreement leaves its words unconfirmed until the next
-    update agrees) and moves the seek to the window's end. Buffers are at most 29 s
-    (:data:`simul.streams.asr.online.MAX_LIMIT_MS`): one window holds all of them.
+    issue-52 recording). This split keeps faster-whisper's segments of the window as they are and moves the
+    seek to the window's end: the audio after the last closed segment waits for the next update, which
+    hears it with a second more (whisper_streaming's loop re-recognizes the whole buffer every chunk
+    anyway). Keeping the unfinished tail's words instead let loops in: a tail cut by the token cap is
+    usually a loop, and the next update, prompted with it, repeats it (committed WER 31.6 % against 18.5 %
+    on the issue-52 recording). Buffers are at most 29 s (:data:`simul.streams.asr.online.MAX_LIMIT_MS`):
+    one window holds all of them.
     """
 
     def split_once(
@@ -183,7 +186,7 @@ def one_window(split: Split, time_precision: float) -> Split:
         segment_duration: float,
         seek: int,
     ) -> tuple[list[dict[str, Any]], int, bool]:
-        segments, _, closed = split(
+        segments, _, _ = split(
             tokenizer=tokenizer,
             tokens=tokens,
             time_offset=time_offset,
@@ -191,14 +194,6 @@ def one_window(split: Split, time_precision: float) -> Split:
             segment_duration=segment_duration,
             seek=seek,
         )
-        timestamp_begin = tokenizer.timestamp_begin
-        pairs = [i for i in range(1, len(tokens)) if min(tokens[i - 1], tokens[i]) >= timestamp_begin]
-        if pairs and not closed:
-            tail = tokens[pairs[-1] :]
-            if any(token < tokenizer.eot for token in tail):
-                start = time_offset + (tail[0] - timestamp_begin) * time_precision
-                end = time_offset + segment_duration
-                segments.append(dict(seek=seek, start=start, end=end, tokens=tail))
         return segments, seek + segment_size, True
 
     return split_once
@@ -210,14 +205,13 @@ def decoded_once(model: Any) -> Iterator[None]:
     (:func:`one_window`); the model's own split is back afterwards."""
     try:
         split = model._split_segments_by_timestamps
-        precision = float(model.time_precision)
     except AttributeError:
         raise SimulError(
             "this faster-whisper has no WhisperModel._split_segments_by_timestamps (1.2.1 has it); "
             "pass --asr-seek-again to let it decode the buffer its own way"
         ) from None
     own = vars(model).get("_split_segments_by_timestamps")  # a stand-in's; a WhisperModel's is its class's
-    model._split_segments_by_timestamps = one_window(split, precision)
+    model._split_segments_by_timestamps = one_window(split)
     try:
         yield
     finally:
@@ -419,8 +413,9 @@ class WhisperRecognizer:
         5 minutes of ACL 60/60 speech), and a phrase repeated three or more times in a row is cut to its
         last occurrence (:func:`collapse_loops`). The decoding is bounded by :attr:`bounds`
         (:class:`DecodingBounds`): a token cap in proportion to the buffer's length, and optionally
-        faster-whisper's n-gram and repetition penalties and a compression-ratio drop, and each buffer is
-        encoded and decoded once (:func:`one_window`; the unfinished tail's words are kept).
+        faster-whisper's n-gram and repetition penalties and a compression-ratio drop; and each buffer is
+        encoded and decoded once (:func:`one_window`: the audio after the last closed segment waits for the
+        next update).
         """
         if self.speech_span(samples) is None:
             return Recognition((), (), heard=False)
