@@ -170,12 +170,12 @@ def one_window(split: Split) -> Split:
     timestamps, to the last word's end), so that the rest of the buffer is encoded and decoded a second
     time. On a long-form buffer that doubled an update's cost (2.7 s against a median of 0.56 s on the
     issue-52 recording). This split keeps faster-whisper's segments of the window as they are and moves the
-    seek to the window's end: the audio after the last closed segment waits for the next update, which
-    hears it with a second more (whisper_streaming's loop re-recognizes the whole buffer every chunk
-    anyway). Keeping the unfinished tail's words instead let loops in: a tail cut by the token cap is
-    usually a loop, and the next update, prompted with it, repeats it (committed WER 31.6 % against 18.5 %
-    on the issue-52 recording). Buffers are at most 29 s (:data:`simul.streams.asr.online.MAX_LIMIT_MS`):
-    one window holds all of them.
+    seek to the window's end: the audio after the last closed segment waits for the next update, a chunk
+    later (whisper_streaming's loop re-recognizes the whole buffer every chunk anyway). Keeping the
+    unfinished tail's words instead let loops in: a loop cut off by the token cap is such a tail,
+    LocalAgreement commits its repeats, and the next update, prompted with them, repeats them (committed WER
+    31.6 % against 18.5 % on the issue-52 recording). Buffers are at most 29 s
+    (:data:`simul.streams.asr.online.MAX_LIMIT_MS`): one window holds all of them.
     """
 
     def split_once(
