@@ -322,6 +322,8 @@ def tone(tmp_path: Path) -> Path:
 def test_the_loop_options_belong_to_audio_longform(tmp_path: Path, tone: Path) -> None:
     code, out = _asr(tmp_path, "--audio", str(tone), "--trim", "sentence")
     assert code == 2 and "only apply with --audio --longform: --trim" in out
+    code, out = _asr(tmp_path, "--audio", str(tone), "--asr-tokens-per-s", "5", "--asr-seek-again")
+    assert code == 2 and "only apply with --audio --longform: --asr-tokens-per-s, --asr-seek-again" in out
     code, out = _asr(tmp_path, "--audio", str(tone), "--longform", "--stable", "local-agreement")
     assert code == 2 and "--stable" in out and "LocalAgreement-2" in out
     code, out = _asr(tmp_path, "--audio", str(tone), "--longform", "--asr-window", "padded", "--limit", "2")
