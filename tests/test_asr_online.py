@@ -14,6 +14,7 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -321,6 +322,8 @@ def tone(tmp_path: Path) -> Path:
 def test_the_loop_options_belong_to_audio_longform(tmp_path: Path, tone: Path) -> None:
     code, out = _asr(tmp_path, "--audio", str(tone), "--trim", "sentence")
     assert code == 2 and "only apply with --audio --longform: --trim" in out
+    code, out = _asr(tmp_path, "--audio", str(tone), "--asr-tokens-per-s", "5", "--asr-seek-again")
+    assert code == 2 and "only apply with --audio --longform: --asr-tokens-per-s, --asr-seek-again" in out
     code, out = _asr(tmp_path, "--audio", str(tone), "--longform", "--stable", "local-agreement")
     assert code == 2 and "--stable" in out and "LocalAgreement-2" in out
     code, out = _asr(tmp_path, "--audio", str(tone), "--longform", "--asr-window", "padded", "--limit", "2")
@@ -399,10 +402,22 @@ def test_timed_words_lose_their_loops() -> None:
     assert collapse_loops(" ".join(texts)) == "Thank you. Bye"
 
 
+class StandInWhisper:
+    """faster-whisper's WhisperModel as far as WhisperRecognizer.words uses it: ``transcribe``, and the split
+    and time precision that recognizer.decoded_once replaces while ``transcribe`` runs."""
+
+    time_precision = 0.02
+
+    def __init__(self, transcribe: Any) -> None:
+        self.transcribe = transcribe
+
+    def _split_segments_by_timestamps(self, **kwargs: Any) -> tuple[list[Any], int, bool]:
+        return [], 0, False
+
+
 def test_whisper_words_are_timed_in_ms_without_punctuation_loops() -> None:
     """WhisperRecognizer.words over faster-whisper's transcribe output (a stand-in model: no weights)."""
     from types import SimpleNamespace
-    from typing import Any
 
     from simul.streams.asr.recognizer import RecognizerOptions, WhisperRecognizer
 
@@ -417,7 +432,7 @@ def test_whisper_words_are_timed_in_ms_without_punctuation_loops() -> None:
 
     recognizer = WhisperRecognizer.__new__(WhisperRecognizer)
     recognizer.options = RecognizerOptions(vad="none")
-    recognizer._model = SimpleNamespace(transcribe=transcribe)
+    recognizer._model = StandInWhisper(transcribe)
     out = recognizer.words(np.zeros(SAMPLE_RATE * 6, dtype=np.float32), "earlier words")
     assert [(w.start_ms, w.end_ms, w.text) for w in out.words] == [
         (200.0, 500.0, "Thank"),
@@ -434,7 +449,6 @@ def test_each_update_is_bounded_at_the_source() -> None:
     """The long-form decoding options reach faster-whisper: a token cap in proportion to the buffer, the
     n-gram and repetition penalties; a segment that compresses like a loop is dropped and counted."""
     from types import SimpleNamespace
-    from typing import Any
 
     from simul.streams.asr.recognizer import DecodingBounds, RecognizerOptions, WhisperRecognizer
 
@@ -451,7 +465,7 @@ def test_each_update_is_bounded_at_the_source() -> None:
 
     recognizer = WhisperRecognizer.__new__(WhisperRecognizer)
     recognizer.options = RecognizerOptions(vad="none")
-    recognizer._model = SimpleNamespace(transcribe=transcribe)
+    recognizer._model = StandInWhisper(transcribe)
     six_seconds = np.zeros(SAMPLE_RATE * 6, dtype=np.float32)
     out = recognizer.words(six_seconds, "")  # the default bounds: 10 tokens a second + 10
     assert calls[-1]["max_new_tokens"] == 70 and calls[-1]["compression_ratio_threshold"] is None
@@ -499,3 +513,57 @@ def test_the_summary_shows_the_slowest_updates_and_how_many_ran_away(clock: Fake
     assert not slowest[4]["capped"] and slowest[4]["compute_ms"] < 1000
     assert [s["compute_ms"] for s in slowest] == sorted((s["compute_ms"] for s in slowest), reverse=True)
     assert 200 < summary["update_ms_median"] < 1000 and summary["loops_dropped"] == 0
+
+
+def test_each_buffer_is_decoded_once() -> None:
+    """recognizer.one_window over faster-whisper's own split (stand-in tokens, no weights): a window whose
+    output does not close its last segment ends there, instead of seeking back to the last timestamp
+    (faster-whisper's second encoder and decoder pass); its segments are faster-whisper's."""
+    from functools import partial
+    from types import SimpleNamespace
+
+    transcribe_module = pytest.importorskip("faster_whisper.transcribe")
+    from simul.streams.asr.recognizer import one_window
+
+    model = SimpleNamespace(time_precision=0.02, input_stride=2)
+    split = partial(transcribe_module.WhisperModel._split_segments_by_timestamps, model)
+    once = one_window(split)
+    tokenizer = SimpleNamespace(timestamp_begin=1000, eot=999)
+    window = dict(tokenizer=tokenizer, time_offset=0.0, segment_size=500, segment_duration=5.0, seek=0)
+
+    def at(seconds: float) -> int:
+        return 1000 + round(seconds / 0.02)
+
+    running = [at(0.0), 1, 2, at(1.0), at(1.0), 3, 4]  # "1 2" closed at 1 s, "3 4" still running
+    opened = [at(0.0), 1, 2, at(1.0), at(1.0)]  # Whisper opened a segment at 1 s and stopped
+    capped = [at(0.0), 1, 2]  # no pair at all (the token cap)
+    for tokens in (running, opened, capped):
+        segments, _, closed = split(tokens=tokens, **window)
+        assert not closed  # faster-whisper decodes again from the last timestamp or word end
+        assert once(tokens=tokens, **window) == (segments, 500, True)  # the same segments, the window ends
+    assert [s["tokens"] for s in split(tokens=running, **window)[0]] == [running[:4]]
+    assert split(tokens=running, **window)[1] == 100  # faster-whisper's seek: back to 1 s (100 frames)
+    whole = [at(0.0), 1, 2, at(1.0), at(1.0), 3, at(2.0)]  # every segment closed: as faster-whisper splits
+    assert once(tokens=whole, **window) == split(tokens=whole, **window)
+
+
+def test_the_one_pass_split_is_in_place_only_while_transcribing() -> None:
+    """words() replaces the model's split while transcribe runs, and puts it back; --asr-seek-again (the
+    bounds' seek_again) leaves faster-whisper's own."""
+    from simul.streams.asr.recognizer import DecodingBounds, RecognizerOptions, WhisperRecognizer
+
+    seen: list[bool] = []
+
+    def transcribe(audio: Samples, **kwargs: Any) -> tuple[list[Any], None]:
+        seen.append("_split_segments_by_timestamps" in vars(model))  # the class's split, shadowed
+        return [], None
+
+    model = StandInWhisper(transcribe)
+    recognizer = WhisperRecognizer.__new__(WhisperRecognizer)
+    recognizer.options = RecognizerOptions(vad="none")
+    recognizer._model = model
+    second = np.zeros(SAMPLE_RATE, dtype=np.float32)
+    recognizer.words(second, "")
+    recognizer.bounds = DecodingBounds(seek_again=True)
+    recognizer.words(second, "")
+    assert seen == [True, False] and "_split_segments_by_timestamps" not in vars(model)

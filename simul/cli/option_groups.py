@@ -71,7 +71,27 @@ def changed(group: Any, names: Iterable[str] | None = None) -> list[str]:
     are spelled on the command line: what a mode that does not use them refuses."""
     defaults = {f.name: f.default for f in dataclasses.fields(group)}
     wanted = list(defaults) if names is None else list(names)
-    return [option_name(name) for name in wanted if not _is_default(getattr(group, name), defaults[name])]
+    try:
+        hints = typing.get_type_hints(type(group), include_extras=True)
+    except NameError:  # an annotation that cannot be resolved at run time: the field names then
+        hints = {}
+    return [
+        _spelled(name, hints.get(name))
+        for name in wanted
+        if not _is_default(getattr(group, name), defaults[name])
+    ]
+
+
+def _spelled(name: str, hint: Any) -> str:
+    """The long option a field's ``typer.Option`` declares (``--asr-tokens-per-s`` for ``tokens_per_s``),
+    else :func:`option_name`."""
+    for meta in getattr(hint, "__metadata__", ()):
+        # under Annotated typer takes typer.Option's first argument (``default``) as its first declaration
+        declared = [getattr(meta, "default", None), *(getattr(meta, "param_decls", None) or ())]
+        for spelling in declared:
+            if isinstance(spelling, str) and spelling.startswith("--"):
+                return spelling.split("/")[0]
+    return option_name(name)
 
 
 def _is_default(value: Any, default: Any) -> bool:

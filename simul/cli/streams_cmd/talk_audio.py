@@ -100,6 +100,14 @@ class TalkAsrOptions:
             "this (a loop; default: keep every segment).",
         ),
     ] = None
+    seek_again: Annotated[
+        bool,
+        typer.Option(
+            "--asr-seek-again",
+            help="With --audio --longform: let faster-whisper decode the buffer a second time from its last "
+            "timestamp when the first decoding does not close its segment (default: one pass an update).",
+        ),
+    ] = False
 
     def bounds(self) -> DecodingBounds:
         bounds = DecodingBounds(
@@ -107,6 +115,7 @@ class TalkAsrOptions:
             no_repeat_ngram_size=self.no_repeat_ngram,
             repetition_penalty=self.repetition_penalty,
             compression_ratio=self.compression_ratio,
+            seek_again=self.seek_again,
         )
         bounds.check()
         return bounds

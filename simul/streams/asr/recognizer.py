@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -113,12 +114,17 @@ class DecodingBounds:
     ``compression_ratio``: a Whisper segment whose text compresses better than this (gzip ratio, as
     Whisper's own fallback rule measures repetition) is dropped as a loop, and counted (None: kept). Whisper's
     temperature fallback is not used: it decodes again, which costs more time, not less.
+
+    ``seek_again``: False (default): one encoder and one decoder pass per update (:func:`one_window`);
+    True: faster-whisper's own seek, which decodes the buffer again from its last timestamp when the first
+    decoding ends without closing its segment (two passes; the behaviour before issue 52).
     """
 
     tokens_per_s: float = UPDATE_TOKENS_PER_SECOND
     no_repeat_ngram_size: int = 0
     repetition_penalty: float = 1.0
     compression_ratio: float | None = None
+    seek_again: bool = False
 
     def check(self) -> None:
         if self.tokens_per_s < 0:
@@ -148,7 +154,71 @@ class DecodingBounds:
             "no_repeat_ngram_size": self.no_repeat_ngram_size,
             "repetition_penalty": self.repetition_penalty,
             "compression_ratio_drop": self.compression_ratio,
+            "windows": "faster-whisper's seek (again from the last timestamp)" if self.seek_again else "one",
         }
+
+
+Split = Callable[..., tuple[list[dict[str, Any]], int, bool]]
+
+
+def one_window(split: Split) -> Split:
+    """faster-whisper's ``_split_segments_by_timestamps``, changed so that a window is decoded once.
+
+    faster-whisper 1.x (``WhisperModel.generate_segments``) splits a window's tokens at its timestamp pairs;
+    when the output does not end on a closing timestamp (the speech runs on past the last segment, or the
+    token cap stopped it), it drops the unfinished tail and seeks to the last timestamp (with word
+    timestamps, to the last word's end), so that the rest of the buffer is encoded and decoded a second
+    time. On a long-form buffer that doubled an update's cost (2.7 s against a median of 0.56 s on the
+    issue-52 recording). This split keeps faster-whisper's segments of the window as they are and moves the
+    seek to the window's end: the audio after the last closed segment waits for the next update, a chunk
+    later (whisper_streaming's loop re-recognizes the whole buffer every chunk anyway). Keeping the
+    unfinished tail's words instead let loops in: a loop cut off by the token cap is such a tail,
+    LocalAgreement commits its repeats, and the next update, prompted with them, repeats them (committed WER
+    31.6 % against 18.5 % on the issue-52 recording). Buffers are at most 29 s
+    (:data:`simul.streams.asr.online.MAX_LIMIT_MS`): one window holds all of them.
+    """
+
+    def split_once(
+        tokenizer: Any,
+        tokens: list[int],
+        time_offset: float,
+        segment_size: int,
+        segment_duration: float,
+        seek: int,
+    ) -> tuple[list[dict[str, Any]], int, bool]:
+        segments, _, _ = split(
+            tokenizer=tokenizer,
+            tokens=tokens,
+            time_offset=time_offset,
+            segment_size=segment_size,
+            segment_duration=segment_duration,
+            seek=seek,
+        )
+        return segments, seek + segment_size, True
+
+    return split_once
+
+
+@contextmanager
+def decoded_once(model: Any) -> Iterator[None]:
+    """While open, ``model`` (a faster-whisper ``WhisperModel``) decodes each 30 s window once
+    (:func:`one_window`); the model's own split is back afterwards."""
+    try:
+        split = model._split_segments_by_timestamps
+    except AttributeError:
+        raise SimulError(
+            "this faster-whisper has no WhisperModel._split_segments_by_timestamps (1.2.1 has it); "
+            "pass --asr-seek-again to let it decode the buffer its own way"
+        ) from None
+    own = vars(model).get("_split_segments_by_timestamps")  # a stand-in's; a WhisperModel's is its class's
+    model._split_segments_by_timestamps = one_window(split)
+    try:
+        yield
+    finally:
+        if own is None:
+            del model._split_segments_by_timestamps
+        else:
+            model._split_segments_by_timestamps = own
 
 
 def collapse_loops(text: str, times: int = 3, longest: int = 8) -> str:
@@ -343,10 +413,18 @@ class WhisperRecognizer:
         5 minutes of ACL 60/60 speech), and a phrase repeated three or more times in a row is cut to its
         last occurrence (:func:`collapse_loops`). The decoding is bounded by :attr:`bounds`
         (:class:`DecodingBounds`): a token cap in proportion to the buffer's length, and optionally
-        faster-whisper's n-gram and repetition penalties and a compression-ratio drop.
+        faster-whisper's n-gram and repetition penalties and a compression-ratio drop; and each buffer is
+        encoded and decoded once (:func:`one_window`: the audio after the last closed segment waits for the
+        next update).
         """
         if self.speech_span(samples) is None:
             return Recognition((), (), heard=False)
+        if self.bounds.seek_again:
+            return self._words(samples, prompt)
+        with decoded_once(self._model):
+            return self._words(samples, prompt)
+
+    def _words(self, samples: Samples, prompt: str) -> Recognition:
         cap = self.bounds.max_new_tokens(1000.0 * len(samples) / SAMPLE_RATE)
         segments, _ = self._model.transcribe(
             np.ascontiguousarray(samples, dtype=np.float32),
