@@ -238,13 +238,22 @@ def near_ties(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def flipping(monkeypatch: pytest.MonkeyPatch) -> None:
     """A follower that switches at almost every check: automatic threads are 2 on any machine, a decision
-    after every 2 one-token passes, any pass counts as slow and a probe follows at once (no CPU pressure)."""
+    after every 2 one-token passes, any pass counts as slow and a probe follows at once (no CPU pressure);
+    and the automatic count's passes are reported 100x their time, so that every probe loses and the flips
+    do not depend on which count runs the tiny model faster on this machine (on two idle cores two threads
+    sometimes did: a probe won, the threads stayed, and the run switched only twice)"""
     monkeypatch.setattr(threads, "auto_threads", lambda physical, quota=None: 2)
     monkeypatch.setattr(load_following, "CHECK_SECONDS", 0.0)
     monkeypatch.setattr(load_following, "MIN_PASSES", 2)
     monkeypatch.setattr(load_following, "SLOW", 0.0)
     monkeypatch.setattr(load_following, "PROBE_SECONDS", 0.0)
     monkeypatch.setattr(load_following, "cpu_pressure", lambda: None)
+    after_pass = LoadFollower.after_pass
+
+    def top_is_slow(self: LoadFollower, rows: int, seconds: float) -> None:
+        after_pass(self, rows, 100 * seconds if self.threads == self.top else seconds)
+
+    monkeypatch.setattr(LoadFollower, "after_pass", top_is_slow)
 
 
 @pytest.mark.usefixtures("flipping")
