@@ -49,9 +49,10 @@ MIN_SHARE = 0.8
 TASKS = Path("/proc/self/task")
 
 
-def runqueue_seconds(tasks: Path = TASKS) -> dict[int, float] | None:
-    """Per thread of this process: seconds spent runnable but waiting for a CPU; None when unknown."""
-    out: dict[int, float] = {}
+def schedstat_seconds(tasks: Path = TASKS) -> dict[int, tuple[float, float]] | None:
+    """Per thread of this process: (seconds it ran on a CPU, seconds it was runnable but waited for one),
+    the first two fields of Linux's ``/proc/self/task/*/schedstat``; None when unknown."""
+    out: dict[int, tuple[float, float]] = {}
     try:
         names = os.listdir(tasks)
     except OSError:
@@ -63,8 +64,14 @@ def runqueue_seconds(tasks: Path = TASKS) -> dict[int, float] | None:
             continue  # the thread has just exited
         if len(fields) < 2:
             return None
-        out[int(name)] = int(fields[1]) / 1e9
+        out[int(name)] = (int(fields[0]) / 1e9, int(fields[1]) / 1e9)
     return out if out else None
+
+
+def runqueue_seconds(tasks: Path = TASKS) -> dict[int, float] | None:
+    """Per thread of this process: seconds spent runnable but waiting for a CPU; None when unknown."""
+    stats = schedstat_seconds(tasks)
+    return None if stats is None else {tid: waited for tid, (_, waited) in stats.items()}
 
 
 def load1() -> float | None:

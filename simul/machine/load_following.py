@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simul.machine.cpu_usage import TASKS, schedstat_seconds
+
 PRESSURE_FILE = Path("/proc/pressure/cpu")
 CHECK_SECONDS = 1.0  # between two decisions
 MIN_PASSES = 4  # one-token passes a decision needs
@@ -77,20 +79,13 @@ def cpu_pressure(path: Path = PRESSURE_FILE) -> float | None:
         return None
 
 
-TASKS = Path("/proc/self/task")
-
-
 def thread_placement(tasks: Path = TASKS) -> dict[int, tuple[float, int]]:
     """Per thread of this process: (seconds it has run, the CPU it last ran on), from
-    ``/proc/self/task/*/schedstat`` and field 39 of ``stat``; empty where unreadable (not Linux)."""
+    ``/proc/self/task/*/schedstat`` (simul.machine.cpu_usage.schedstat_seconds) and field 39 of ``stat``;
+    empty where unreadable (not Linux)."""
     out: dict[int, tuple[float, int]] = {}
-    try:
-        tids = [int(t.name) for t in tasks.iterdir() if t.name.isdigit()]
-    except OSError:
-        return out
-    for tid in tids:
+    for tid, (ran, _) in (schedstat_seconds(tasks) or {}).items():
         try:
-            ran = int((tasks / str(tid) / "schedstat").read_text().split()[0]) / 1e9
             cpu = int((tasks / str(tid) / "stat").read_text().rsplit(")", 1)[1].split()[36])
         except (OSError, ValueError, IndexError):
             continue
