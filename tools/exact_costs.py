@@ -14,7 +14,13 @@ Modes: fast (llama.cpp's defaults: FlashAttention auto, repacked weights), exact
 weights through gemv row by row), exact-norepack (exact mode on weights that are not repacked),
 fast-norepack, and only-tiled, only-flash-attn, only-repack, only-sgemm, only-kv-order: fast mode with one
 part of exact mode's switch on (what that part costs; exact needs them all; only-kv-order places cells of a
-shared cache, which these one-sequence passes do not have).
+shared cache, which these one-sequence passes do not have). A mode with "-notiles" appended (exact-notiles,
+fast-notiles) runs with the tile kernels of patch simul-exact/4 off (ggml_cpu_set_tile_cols(0): Q8_0 and
+Q5_0 weights through vec_dot for one row and tinyBLAS from two, as before the patch).
+
+    python tools/exact_costs.py --kernels [--widths ...] [--repeats 15] [--threads 2]
+measures the kernels alone instead: one product of each weight type of the embedded model at its shape
+(simul.decoding.backend.ggml_ops; the output head at its full 262,144 rows), tiles on against off.
 """
 
 from __future__ import annotations
@@ -54,12 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         help="after a long prompt (past 512 cells: fast mode's split-KV FlashAttention for one row)",
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--kernels", action="store_true", help="each weight type's product alone")
     args = parser.parse_args(argv)
+    widths = [int(w) for w in args.widths.split(",") if w]
+    if args.kernels:
+        return kernels(widths, args.repeats, args.threads, args.json)
     modes = [m for m in args.modes.split(",") if m]
-    unknown = [m for m in modes if m not in MODES and m not in PART_MODES]
+    unknown = [m for m in modes if _base(m) not in MODES and _base(m) not in PART_MODES]
     if unknown:
         parser.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join([*MODES, *PART_MODES])}")
-    widths = [int(w) for w in args.widths.split(",") if w]
 
     from simul.machine.load_order import load_llama_first
 
@@ -71,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     model = Path(args.model) if args.model else default_model_path()
     backends = {}
     for m in modes:
-        settings = MODES.get(m, {"exact": False, "repack": True})
+        settings = MODES.get(_base(m), {"exact": False, "repack": True})
         backends[m] = LlamaBackend(model, n_ctx=1024, n_threads=args.threads, n_gpu_layers=0, **settings)  # type: ignore[arg-type]
-        if m in PART_MODES:
-            backends[m].exact_parts = PART_MODES[m]
+        if _base(m) in PART_MODES:
+            backends[m].exact_parts = PART_MODES[_base(m)]
+    ggml = _ggml() if any(m.endswith(NOTILES) for m in modes) else None
     for b in backends.values():
         b.warm_up()
     text = long_prompts()[0] if args.long else PROBE_PROMPTS[0]
@@ -88,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             order = modes[r % len(modes) :] + modes[: r % len(modes)]
             for m in order:
                 b = backends[m]
+                if ggml is not None:
+                    ggml.set_tile_cols(0 if m.endswith(NOTILES) else TILE_COLS)
                 seq = b.sequence(0)
                 seq.clear()
                 b.eval_many([(seq, prompt, None)])
@@ -96,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                 times[m][n].append(time.perf_counter() - t0)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     load_after = os.getloadavg()
+    if ggml is not None:
+        ggml.set_tile_cols(TILE_COLS)
     for b in backends.values():
         b.close()
     med = {m: {n: statistics.median(v) * 1000 for n, v in per.items()} for m, per in times.items()}
@@ -122,6 +136,97 @@ def main(argv: list[str] | None = None) -> int:
             "median_ms": {m: {str(n): v for n, v in per.items()} for m, per in med.items()},
         }
         args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+NOTILES = "-notiles"
+TILE_COLS = 32  # the patch's default width for the tile kernels
+
+
+def _base(mode: str) -> str:
+    return mode[: -len(NOTILES)] if mode.endswith(NOTILES) else mode
+
+
+def _ggml():  # type: ignore[no-untyped-def]
+    from simul.decoding.backend import _llama
+    from simul.decoding.backend.ggml_ops import Ggml
+
+    g = Ggml(_llama())
+    if not g.has_tiles:
+        raise SystemExit("this llama-cpp-python has no tile kernels (patch simul-exact/4): run make setup")
+    return g
+
+
+#: the embedded model's products (gemma-3-270m Q4_K_M): type, weight rows, row length, how many per pass
+SHAPES = [
+    ("q8_0", 262144, 640, 1, "output head"),
+    ("q8_0", 256, 640, 9, "attn_v"),
+    ("q5_0", 2048, 640, 36, "ffn_gate/up"),
+    ("q5_0", 1024, 640, 18, "attn_q"),
+    ("q4_k", 640, 2048, 9, "ffn_down"),
+    ("q6_k", 640, 2048, 9, "ffn_down"),
+]
+
+
+def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> int:
+    """Each weight type's product alone, tiles on and off taking turns, exact mode; median ms."""
+    from simul.decoding.backend.exactness import ALL_PARTS
+    from simul.decoding.backend.ggml_ops import MatMul, random_matrix
+
+    g = _ggml()
+    g.set_exact(ALL_PARTS)
+    load_before = os.getloadavg()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    rows = []
+    for type_name, n_rows, k, per_pass, what in SHAPES:
+        product = MatMul(g, type_name, random_matrix(n_rows, k, seed=1))
+        columns = random_matrix(max(widths), k, seed=2)
+        for n in widths:
+            med = {}
+            for cols in (TILE_COLS, 0):
+                g.set_tile_cols(cols)
+                runs = product.times(columns[:n], threads, repeats=repeats)
+                med[cols] = statistics.median(r.seconds for r in runs) * 1000
+            rows.append(
+                {
+                    "type": type_name,
+                    "what": what,
+                    "rows": n_rows,
+                    "k": k,
+                    "per_pass": per_pass,
+                    "n": n,
+                    "tiles_ms": med[TILE_COLS],
+                    "no_tiles_ms": med[0],
+                }
+            )
+            print(
+                f"{type_name:5} {what:12} {n_rows:7d}x{k:<5d} n={n:2d}  tiles {med[TILE_COLS]:8.3f} ms  "
+                f"without {med[0]:8.3f} ms  ratio {med[TILE_COLS] / med[0]:.3f}",
+                flush=True,
+            )
+    g.set_tile_cols(TILE_COLS)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    load_after = os.getloadavg()
+    print(
+        f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}; CPU/wall {cpu / wall:.2f}; "
+        f"{threads} threads"
+    )
+    if out:
+        out.write_text(
+            json.dumps(
+                {
+                    "threads": threads,
+                    "repeats": repeats,
+                    "load_before": load_before,
+                    "load_after": load_after,
+                    "cpu_wall": cpu / wall,
+                    "rows": rows,
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 

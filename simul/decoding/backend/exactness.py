@@ -20,6 +20,16 @@ on, wider passes take the arithmetic of a one-row pass:
   puts a token in the first free cell, which after other sequences free cells may lie before the sequence's
   earlier cells.
 
+Since patch simul-exact/4 the narrow passes also have kernels of their own, in both modes: products of Q8_0
+and Q5_0 weights with at most 32 activation columns (the model's output head and most of its layers, in a
+one-token or a verification pass) go through tile kernels of 4 weight rows by up to 4 columns, which load
+each weight block once for all columns and keep 16 multiply-add chains in flight, where ``vec_dot`` keeps
+one chain per (row, column) and tinyBLAS's 4 x n tiles were slow at small n. Each (row, column) runs the
+one-column kernel's arithmetic (the same exact integer sums per block, the same scale product, the same FMA
+chain in block order and the same horizontal sum), so every result is bit-equal to ``vec_dot``'s
+(tests/test_tile_kernels.py); ``ggml_cpu_set_tile_cols(0)`` turns them off, for measuring
+(tools/exact_costs.py's ``-notiles`` modes and ``--kernels``).
+
 And FlashAttention is on: without it the attention's F16 matrix products go through tinyBLAS's float kernels
 and the softmax sums over every cell of the cache. The shared cache matters for speed: with a cache per
 sequence llama.cpp cuts a batch into micro-batches of sequences with consecutive ids and equal token counts,
@@ -46,7 +56,7 @@ from typing import Any
 #: gemma-3-270m) exact RT ran at 0.999 and exact SSBD 0.2 at 0.976 of fast mode's TPS (docs/results.md)
 DEFAULT_EXACT = True
 #: the patch version the library reports (ggml_cpu_exact_patch) that this simul knows how to drive
-PATCH = "simul-exact/3"
+PATCH = "simul-exact/4"
 #: the patch's parts (bits of ggml_cpu_set_exact's argument; every one is needed for exactness, each alone
 #: serves to measure what it costs: tools/exact_costs.py)
 PARTS: dict[str, int] = {"tiled": 1, "flash-attn": 2, "repack": 4, "sgemm": 8, "kv-order": 16}

@@ -1,0 +1,198 @@
+"""One matrix product through ggml's CPU backend, outside any model: for the kernel tests and measurements.
+
+``MatMul`` quantizes a float weight matrix into a ggml type (``ggml_quantize_chunk``, so every block is
+valid), multiplies it with a batch of activation columns (``ggml_mul_mat`` in a one-node graph computed by
+``ggml_graph_compute_with_ctx``) and returns the float result, column by column. It drives the same copy of
+libggml that llama-cpp-python loaded, so exact mode's switch and the tile kernels' width
+(``ggml_cpu_set_tile_cols``, patch simul-exact/4) apply to it as to a model's passes.
+
+Which kernel a product takes on x86 (ggml-cpu.c, ``ggml_compute_forward_mul_mat``): one activation column
+goes through the type's ``vec_dot``; from two columns on, quantized weights go through llamafile's tinyBLAS;
+with the patch, Q8_0 and Q5_0 weights up to ``tile_cols`` columns (32 by default) go through the tile
+kernels instead (one column included). The tests compare every column of a wide product with the same
+column alone through ``vec_dot`` (tiles off), bit for bit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+#: ggml's type ids (ggml.h, enum ggml_type) for the weight types simul's models hold
+TYPES: dict[str, int] = {
+    "f32": 0,
+    "f16": 1,
+    "q4_0": 2,
+    "q5_0": 6,
+    "q8_0": 8,
+    "q4_k": 12,
+    "q5_k": 13,
+    "q6_k": 14,
+}
+
+
+class _InitParams(ctypes.Structure):
+    _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p), ("no_alloc", ctypes.c_bool)]
+
+
+def _library(directory: Path, stem: str) -> ctypes.CDLL:
+    """The copy of lib<stem>.so that llama_cpp loads (its lib folder; RTLD_NOLOAD first so a second copy
+    of the same library, whose switches would be separate, is not opened when one is loaded already)."""
+    candidates = sorted(directory.glob(f"lib{stem}.so*")) + sorted(directory.glob(f"{stem}*.dll"))
+    candidates += sorted(directory.glob(f"lib{stem}*.dylib"))
+    if not candidates:
+        raise FileNotFoundError(f"no lib{stem} in {directory}: is llama-cpp-python installed (make setup)?")
+    for path in candidates:
+        try:
+            return ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_GLOBAL", 0) | _NOLOAD)
+        except OSError:
+            continue
+    return ctypes.CDLL(str(candidates[0]), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+
+
+_NOLOAD = getattr(os, "RTLD_NOLOAD", 0)  # dlopen only what is loaded already (POSIX)
+
+
+@dataclass
+class Product:
+    """One computed product: ``out[c]`` is column c's result (n_rows floats), and the seconds it took."""
+
+    out: npt.NDArray[np.float32]
+    seconds: float
+
+
+class Ggml:
+    """The ggml functions the products need, from llama-cpp-python's own libraries."""
+
+    def __init__(self, llama_cpp: Any | None = None) -> None:
+        if llama_cpp is None:
+            import llama_cpp as module
+
+            llama_cpp = module
+        lib_dir = Path(llama_cpp.__file__).parent / "lib"
+        # libllama first: loading it loads ggml-base and ggml-cpu, which NOLOAD then finds
+        _library(lib_dir, "llama")
+        self.base = _library(lib_dir, "ggml-base")
+        self.cpu = _library(lib_dir, "ggml-cpu")
+        b, c = self.base, self.cpu
+        vp, i64, sz = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
+        self._sig(b.ggml_init, [_InitParams], vp)
+        self._sig(b.ggml_free, [vp], None)
+        self._sig(b.ggml_new_tensor_2d, [vp, ctypes.c_int, i64, i64], vp)
+        self._sig(b.ggml_mul_mat, [vp, vp, vp], vp)
+        self._sig(b.ggml_new_graph, [vp], vp)
+        self._sig(b.ggml_build_forward_expand, [vp, vp], None)
+        self._sig(b.ggml_get_data, [vp], vp)
+        self._sig(b.ggml_nbytes, [vp], sz)
+        self._sig(b.ggml_row_size, [ctypes.c_int, i64], sz)
+        self._sig(b.ggml_quantize_chunk, [ctypes.c_int, vp, vp, i64, i64, i64, vp], sz)
+        self._sig(c.ggml_graph_compute_with_ctx, [vp, vp, ctypes.c_int], ctypes.c_int)
+        self._sig(c.ggml_cpu_init, [], None)
+        c.ggml_cpu_init()
+        self.set_exact = self._optional(c, "ggml_cpu_set_exact", [ctypes.c_int], None)
+        self.get_exact = self._optional(c, "ggml_cpu_get_exact", [], ctypes.c_int)
+        self.set_tile_cols = self._optional(c, "ggml_cpu_set_tile_cols", [ctypes.c_int], None)
+        self.get_tile_cols = self._optional(c, "ggml_cpu_get_tile_cols", [], ctypes.c_int)
+        self.tile_products = self._optional(c, "ggml_cpu_tile_products", [], ctypes.c_int)
+
+    @staticmethod
+    def _sig(fn: Any, argtypes: list[Any], restype: Any) -> None:
+        fn.argtypes = argtypes
+        fn.restype = restype
+
+    def _optional(self, lib: ctypes.CDLL, name: str, argtypes: list[Any], restype: Any) -> Any:
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            self._sig(fn, argtypes, restype)
+        return fn
+
+    @property
+    def has_tiles(self) -> bool:
+        return self.set_tile_cols is not None
+
+
+class MatMul:
+    """A weight matrix of one ggml type, ready to be multiplied with columns of activations.
+
+    ``weights`` is (n_rows, k) floats; ggml stores it as k-long rows of ``type_name`` blocks. Each ``run``
+    builds a small graph in a context of its own (the weights are copied in once per context; runs are cheap
+    next to that only for big matrices, so ``times`` computes one graph several times)."""
+
+    def __init__(self, ggml: Ggml, type_name: str, weights: npt.NDArray[np.float32]) -> None:
+        self.g = ggml
+        self.type = TYPES[type_name]
+        w = np.ascontiguousarray(weights, dtype=np.float32)
+        self.n_rows, self.k = w.shape
+        row = int(ggml.base.ggml_row_size(self.type, self.k))
+        self.data = ctypes.create_string_buffer(row * self.n_rows)
+        if self.type == TYPES["f32"]:
+            ctypes.memmove(self.data, w.ctypes.data, w.nbytes)
+        else:
+            done = ggml.base.ggml_quantize_chunk(
+                self.type, w.ctypes.data, self.data, 0, self.n_rows, self.k, None
+            )
+            if done != row * self.n_rows:
+                raise RuntimeError(f"ggml_quantize_chunk wrote {done} bytes, expected {row * self.n_rows}")
+
+    def _graph(self, columns: npt.NDArray[np.float32]) -> tuple[Any, Any, Any]:
+        x = np.ascontiguousarray(columns, dtype=np.float32)
+        n = x.shape[0]
+        mem = len(self.data) + x.nbytes + n * self.n_rows * 4 + 4 * 1024 * 1024
+        ctx = self.g.base.ggml_init(_InitParams(mem, None, False))
+        if not ctx:
+            raise MemoryError("ggml_init failed")
+        a = self.g.base.ggml_new_tensor_2d(ctx, self.type, self.k, self.n_rows)
+        b = self.g.base.ggml_new_tensor_2d(ctx, TYPES["f32"], self.k, n)
+        ctypes.memmove(self.g.base.ggml_get_data(a), self.data, len(self.data))
+        ctypes.memmove(self.g.base.ggml_get_data(b), x.ctypes.data, x.nbytes)
+        out = self.g.base.ggml_mul_mat(ctx, a, b)
+        graph = self.g.base.ggml_new_graph(ctx)
+        self.g.base.ggml_build_forward_expand(graph, out)
+        return ctx, graph, out
+
+    def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
+        """``columns`` (n, k) floats -> out (n, n_rows): out[c] = weights @ columns[c], as ggml has it."""
+        return self.times(columns, threads, repeats=1)[0]
+
+    def times(self, columns: npt.NDArray[np.float32], threads: int, repeats: int) -> list[Product]:
+        ctx, graph, out = self._graph(columns)
+        try:
+            results = []
+            n = int(np.shape(columns)[0])
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                status = self.g.cpu.ggml_graph_compute_with_ctx(ctx, graph, threads)
+                seconds = time.perf_counter() - t0
+                if status != 0:
+                    raise RuntimeError(f"ggml_graph_compute_with_ctx returned {status}")
+                buf = (ctypes.c_float * (n * self.n_rows)).from_address(self.g.base.ggml_get_data(out))
+                values = np.frombuffer(buf, dtype=np.float32).reshape(n, self.n_rows).copy()
+                results.append(Product(values, seconds))
+            return results
+        finally:
+            self.g.base.ggml_free(ctx)
+
+
+def one_column_each(
+    product: MatMul, columns: npt.NDArray[np.float32], threads: int = 1
+) -> npt.NDArray[np.float32]:
+    """Every column alone, a one-column product each: the reference a wide product's columns must equal."""
+    return np.stack([product.run(columns[c : c + 1], threads).out[0] for c in range(columns.shape[0])])
+
+
+def random_matrix(
+    rows: int, k: int, seed: int, scale: Sequence[float] = (0.02, 1.0)
+) -> npt.NDArray[np.float32]:
+    """Weights or activations with a spread of row magnitudes (so the blocks' scales differ)."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((rows, k), dtype=np.float32)
+    magnitudes = np.exp(rng.uniform(np.log(scale[0]), np.log(scale[1]), size=(rows, 1))).astype(np.float32)
+    return np.ascontiguousarray(values * magnitudes, dtype=np.float32)
