@@ -96,10 +96,36 @@ def test_thread_gain_threshold(threads: int, single: float, multi: float, marked
     assert (costs.problem() is not None) == marked
 
 
+def test_a_one_token_pass_bound_by_memory_is_not_a_problem_when_wide_passes_gain() -> None:
+    """With the tile kernels gemma's one-token pass reads its weights at the memory's pace on one thread as on
+    two (9.2 ms against 10.0 ms here, 1.08x): the 32-row pass, bound by arithmetic, says whether the threads
+    wait for each other (1.8x: they do not)."""
+    memory_bound = PassCosts(2, 9.2, 2.6, 32, 10.0, draft_single_ms=2.6 * 32 * 1.8)
+    assert memory_bound.problem() is None
+    waiting = PassCosts(2, 9.2, 2.6, 32, 10.0, draft_single_ms=2.6 * 32 * 1.1)
+    problem = waiting.problem()
+    assert problem is not None and "32-row pass" in problem and "(1.10x)" in problem
+    # without the wide pass timed on one thread, the one-token pass decides, as before
+    assert PassCosts(2, 9.2, 2.6, 32, 10.0).problem() is not None
+    back = PassCosts.from_json(json.loads(json.dumps(memory_bound.to_json())))
+    assert back is not None and back.draft_single_ms == pytest.approx(2.6 * 32 * 1.8, abs=1e-3)
+    assert (
+        "draft_single_ms" not in PassCosts(2, 9.2, 2.6, 32, 10.0).to_json()
+    )  # older records keep their keys
+
+
+def test_calibration_times_the_wide_pass_on_one_thread_too() -> None:
+    backend = FakeBackend(threads=2, fixed=0.010, per_row=0.002, wake=0.001)
+    costs = calibrate(backend, passes=4, draft=10, repeats=1, clock=backend.clock)
+    assert costs.draft_single_ms == pytest.approx((0.010 + 0.002 * 10) * 1000)  # one thread, no wake-up
+    assert backend.thread_log == [1, 2]
+
+
 def test_one_thread_is_not_compared_with_itself() -> None:
     backend = FakeBackend(threads=1, fixed=0.010, per_row=0.002, wake=0.0)
     costs = calibrate(backend, passes=3, draft=5, repeats=1, clock=backend.clock)
     assert costs.one_token_single_ms is None and costs.efficiency is None and costs.problem() is None
+    assert costs.draft_single_ms is None
     assert backend.thread_log == []
 
 
