@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from simul.decoding.backend import exactness
@@ -40,7 +41,9 @@ def ggml() -> Iterator[Ggml]:
     g.set_tile_cols(before_cols)
 
 
-def _reference(g: Ggml, product: MatMul, columns: np.ndarray, threads: int) -> np.ndarray:
+def _reference(
+    g: Ggml, product: MatMul, columns: npt.NDArray[np.float32], threads: int
+) -> npt.NDArray[np.float32]:
     """Each column alone through vec_dot: tiles off, so a one-column product takes the one-row kernel."""
     g.set_tile_cols(0)
     try:

@@ -32,6 +32,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -147,7 +148,7 @@ def _base(mode: str) -> str:
     return mode[: -len(NOTILES)] if mode.endswith(NOTILES) else mode
 
 
-def _ggml():  # type: ignore[no-untyped-def]
+def _ggml() -> Any:
     from simul.decoding.backend import _llama
     from simul.decoding.backend.ggml_ops import Ggml
 

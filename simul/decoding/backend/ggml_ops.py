@@ -77,7 +77,7 @@ class Ggml:
             import llama_cpp as module
 
             llama_cpp = module
-        lib_dir = Path(llama_cpp.__file__).parent / "lib"
+        lib_dir = Path(str(llama_cpp.__file__)).parent / "lib"
         # libllama first: loading it loads ggml-base and ggml-cpu, which NOLOAD then finds
         _library(lib_dir, "llama")
         self.base = _library(lib_dir, "ggml-base")
@@ -174,7 +174,7 @@ class MatMul:
                 if status != 0:
                     raise RuntimeError(f"ggml_graph_compute_with_ctx returned {status}")
                 buf = (ctypes.c_float * (n * self.n_rows)).from_address(self.g.base.ggml_get_data(out))
-                values = np.frombuffer(buf, dtype=np.float32).reshape(n, self.n_rows).copy()
+                values = np.frombuffer(memoryview(buf), dtype=np.float32).reshape(n, self.n_rows).copy()
                 results.append(Product(values, seconds))
             return results
         finally:
