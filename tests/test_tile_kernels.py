@@ -78,7 +78,7 @@ def test_every_column_of_a_wide_product_equals_the_column_alone(
             unequal[n] = differ
     assert not unequal, f"{type_name} ({mode}): columns unlike their one-column product at widths {unequal}"
     # and the widths compared are the ones the tile kernels took (the others took the kernels before them)
-    assert tiled == (WIDTHS if type_name in TILED else []), tiled
+    assert tiled == (WIDTHS if type_name in TILED and ggml.tiles_built else []), tiled
 
 
 @pytest.mark.parametrize("type_name", sorted(TILED))
@@ -120,4 +120,4 @@ def test_the_tile_width_switch_is_read_back(ggml: Ggml) -> None:
     ggml.set_tile_cols(TILE_COLS)
     assert ggml.get_tile_cols() == TILE_COLS
     product.run(columns, threads=2)
-    assert ggml.tile_products() == before + 1
+    assert ggml.tile_products() == before + (1 if ggml.tiles_built else 0)

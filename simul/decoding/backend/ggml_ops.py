@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,7 +117,20 @@ class Ggml:
 
     @property
     def has_tiles(self) -> bool:
+        """The library has the tile switch (patch simul-exact/4)."""
         return self.set_tile_cols is not None
+
+    @property
+    def tiles_built(self) -> bool:
+        """The tile kernels are compiled in: x86-64 with AVX2 (elsewhere the switch is there, the kernels
+        are not, and every product takes the kernels it took before the patch)."""
+        has_avx2 = getattr(self.cpu, "ggml_cpu_has_avx2", None)
+        return (
+            self.has_tiles
+            and platform.machine().lower() in ("x86_64", "amd64")
+            and has_avx2 is not None
+            and bool(has_avx2())
+        )
 
 
 class MatMul:
