@@ -47,6 +47,7 @@ import ctypes
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,14 +95,11 @@ class _Switch:
                 self.searched = True
 
     def _search(self, llama_cpp: object) -> None:
-        for path in _cpu_libraries(llama_cpp):
+        for lib in loaded_libraries(llama_cpp, "ggml-cpu"):
             try:
-                # the copy llama.cpp loaded: pip installs the .so, .so.0 and .so.0.x names as separate
-                # files, and a switch set in another copy would change nothing
-                lib = ctypes.CDLL(str(path), mode=_NOLOAD)
                 setter = lib.ggml_cpu_set_exact
                 name = lib.ggml_cpu_exact_patch
-            except (OSError, AttributeError):
+            except AttributeError:
                 continue
             setter.argtypes = [ctypes.c_int]
             setter.restype = None
@@ -118,16 +116,28 @@ _switch = _Switch()
 _NOLOAD = getattr(os, "RTLD_NOLOAD", 0)
 
 
-def _cpu_libraries(llama_cpp: object) -> list[Path]:
-    """ggml's CPU backend libraries shipped beside llama_cpp (one, or one per CPU variant)."""
+def shipped_libraries(llama_cpp: object, stem: str) -> list[Path]:
+    """llama.cpp's shared libraries named ``stem`` shipped beside llama_cpp (ggml-cpu: one, or one per CPU
+    variant; pip installs the .so, .so.0 and .so.0.x names as separate files)."""
     base = Path(getattr(llama_cpp, "__file__", "") or ".").parent / "lib"
     if sys.platform == "win32":
-        pattern = "*ggml-cpu*.dll"
+        pattern = f"*{stem}*.dll"
     elif sys.platform == "darwin":
-        pattern = "libggml-cpu*.dylib"
+        pattern = f"lib{stem}*.dylib"
     else:
-        pattern = "libggml-cpu*.so*"
+        pattern = f"lib{stem}*.so*"
     return sorted(base.glob(pattern))
+
+
+def loaded_libraries(llama_cpp: object, stem: str) -> Iterator[ctypes.CDLL]:
+    """The copies of ``stem`` that llama.cpp loaded, one at a time (dlopen with RTLD_NOLOAD: a switch set in
+    another copy of the same library, a separate file, would change nothing; elsewhere than POSIX each copy
+    found, opened only when the caller asks for the next)."""
+    for path in shipped_libraries(llama_cpp, stem):
+        try:
+            yield ctypes.CDLL(str(path), mode=_NOLOAD)
+        except OSError:
+            continue
 
 
 def exact_support(llama_cpp: object, gpu_layers: int) -> ExactSupport:

@@ -16,16 +16,16 @@ column alone through ``vec_dot`` (tiles off), bit for bit.
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from simul.decoding.backend.exactness import loaded_libraries
 
 #: ggml's type ids (ggml.h, enum ggml_type) for the weight types simul's models hold
 TYPES: dict[str, int] = {
@@ -44,22 +44,15 @@ class _InitParams(ctypes.Structure):
     _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p), ("no_alloc", ctypes.c_bool)]
 
 
-def _library(directory: Path, stem: str) -> ctypes.CDLL:
-    """The copy of lib<stem>.so that llama_cpp loads (its lib folder; RTLD_NOLOAD first so a second copy
-    of the same library, whose switches would be separate, is not opened when one is loaded already)."""
-    candidates = sorted(directory.glob(f"lib{stem}.so*")) + sorted(directory.glob(f"{stem}*.dll"))
-    candidates += sorted(directory.glob(f"lib{stem}*.dylib"))
-    if not candidates:
-        raise FileNotFoundError(f"no lib{stem} in {directory}: is llama-cpp-python installed (make setup)?")
-    for path in candidates:
-        try:
-            return ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_GLOBAL", 0) | _NOLOAD)
-        except OSError:
-            continue
-    return ctypes.CDLL(str(candidates[0]), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
-
-
-_NOLOAD = getattr(os, "RTLD_NOLOAD", 0)  # dlopen only what is loaded already (POSIX)
+def _library(llama_cpp: object, stem: str, symbol: str) -> ctypes.CDLL:
+    """The copy of ``stem`` that llama.cpp loaded and that has ``symbol`` (exactness.loaded_libraries)."""
+    for lib in loaded_libraries(llama_cpp, stem):
+        if hasattr(lib, symbol):
+            return lib
+    raise FileNotFoundError(
+        f"no loaded lib{stem} with {symbol} beside {getattr(llama_cpp, '__file__', llama_cpp)}: "
+        "is llama-cpp-python installed (make setup)?"
+    )
 
 
 @dataclass
@@ -78,11 +71,9 @@ class Ggml:
             import llama_cpp as module
 
             llama_cpp = module
-        lib_dir = Path(str(llama_cpp.__file__)).parent / "lib"
-        # libllama first: loading it loads ggml-base and ggml-cpu, which NOLOAD then finds
-        _library(lib_dir, "llama")
-        self.base = _library(lib_dir, "ggml-base")
-        self.cpu = _library(lib_dir, "ggml-cpu")
+        # importing llama_cpp loaded libllama, and with it ggml-base and ggml-cpu
+        self.base = _library(llama_cpp, "ggml-base", "ggml_quantize_chunk")
+        self.cpu = _library(llama_cpp, "ggml-cpu", "ggml_graph_compute_with_ctx")
         b, c = self.base, self.cpu
         vp, i64, sz = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
         self._sig(b.ggml_init, [_InitParams], vp)
