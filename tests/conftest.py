@@ -36,7 +36,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_model: Path) -> Iterator[LlamaBackend]:
-    backend = LlamaBackend(tiny_model, n_ctx=1024, n_threads=2)
+    # one thread: the tiny model's passes are too short to split (simul.machine.threads, BYTES_PER_THREAD)
+    backend = LlamaBackend(tiny_model, n_ctx=1024, n_threads=1)
     yield backend
     backend.close()
 

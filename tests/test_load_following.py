@@ -242,7 +242,7 @@ def flipping(monkeypatch: pytest.MonkeyPatch) -> None:
     and the automatic count's passes are reported 100x their time, so that every probe loses and the flips
     do not depend on which count runs the tiny model faster on this machine (on two idle cores two threads
     sometimes did: a probe won, the threads stayed, and the run switched only twice)"""
-    monkeypatch.setattr(threads, "auto_threads", lambda physical, quota=None: 2)
+    monkeypatch.setattr(threads, "auto_threads", lambda physical, quota=None, model_bytes=None: 2)
     monkeypatch.setattr(load_following, "CHECK_SECONDS", 0.0)
     monkeypatch.setattr(load_following, "MIN_PASSES", 2)
     monkeypatch.setattr(load_following, "SLOW", 0.0)

@@ -16,6 +16,7 @@ from simul.cli import app
 from simul.decoding.backend import LlamaBackend
 from simul.machine import threads as threads_module
 from simul.machine.threads import (
+    BYTES_PER_THREAD,
     MAX_AUTO_THREADS,
     CpuQuota,
     auto_threads,
@@ -158,6 +159,44 @@ def test_auto_rule(physical: int, quota: CpuQuota | None, threads: int) -> None:
     assert auto_threads(physical, quota) == threads
 
 
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("physical", "model_bytes", "threads"),
+    [
+        (2, 839_008, 1),  # the tiny test model: passes too short to split
+        (8, 18 * MIB, 1),
+        (8, 32 * MIB, 2),
+        (8, 68 * MIB, 4),
+        (2, 253 * MIB, 2),  # the embedded default model on 2 cores: the cores
+        (16, 253 * MIB, MAX_AUTO_THREADS),
+        (4, 0, 1),  # an empty file (refused later by the loader) still gets a thread
+    ],
+)
+def test_auto_rule_small_models_get_fewer_threads(physical: int, model_bytes: int, threads: int) -> None:
+    """Issue 53: on 2 cores a one-token pass of an 18 MiB model took 1.6x as long on 2 threads as on 1
+    (41x with the passive wait simul chooses beside busy cores, for the 0.8 MiB tiny model)."""
+    assert auto_threads(physical, None, model_bytes=model_bytes) == threads
+    assert auto_threads(physical, None, model_bytes=None) == min(physical, MAX_AUTO_THREADS)
+
+
+def test_choose_threads_reads_the_model_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_machine(monkeypatch, tmp_path, cores=4)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"\0" * (2 * BYTES_PER_THREAD + 5))
+    quiet = iter([{0: (0, 0)}, {0: (0, 100)}, {0: (0, 0)}, {0: (0, 100)}, {0: (0, 0)}, {0: (0, 100)}])
+    take = dict(sample=lambda: next(quiet), sleep=lambda s: None, loadavg=lambda: 0.0)
+    choice = choose_threads(0, model=model, **take)  # type: ignore[arg-type]
+    assert choice.threads == 2 and choice.model_bytes == 2 * BYTES_PER_THREAD + 5
+    assert fewer_threads_note(choice.to_json()) == (
+        "2 threads on 4 physical cores: the model is 32.0 MiB: at most one thread per 16 MiB"
+    )
+    # --threads wins; a model that cannot be read does not limit
+    assert choose_threads(4, model=model, **take).threads == 4  # type: ignore[arg-type]
+    assert choose_threads(0, model=tmp_path / "gone.gguf", **take).threads == 4  # type: ignore[arg-type]
+
+
 def _fake_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cores: int, cpu_max: str = "") -> None:
     """``cores`` CPUs, one per core, and a cgroup with ``cpu_max`` (none when empty)."""
     sysfs = tmp_path / "cpu"
@@ -279,8 +318,10 @@ def test_back_to_back_evals_choose_the_same_threads(
 ) -> None:
     """Issue 31's "Done when": the first `simul eval` starts while a short CPU burst runs and the load
     average still counts a finished job, the identical second one on an idle machine; both choose the same
-    (automatic) threads and decode the same outputs."""
+    (automatic) threads and decode the same outputs. (The tiny model's size would hold it to one thread:
+    that rule is lifted here, so that the burst had a count to change.)"""
     _fake_machine(monkeypatch, tmp_path, cores=2)
+    monkeypatch.setattr(threads_module, "BYTES_PER_THREAD", 1)
     samples = _burst_then_idle(2)
     monkeypatch.setattr(threads_module, "read_cpu_times", lambda: next(samples))
     loads = iter([1.82, 0.9])

@@ -117,7 +117,7 @@ class Engine:
         self.settings = settings
         path = settings.model if settings.model is not None else default_model_path()
         self.model_path = path
-        self.threads = choose_threads(settings.threads)
+        self.threads = choose_threads(settings.threads, model=path)
         self.exact, self.exact_note = resolve_exact(
             settings.exact, engine_exact_support(settings.n_gpu_layers, self.threads)
         )

@@ -1,6 +1,6 @@
 """How many CPU threads llama.cpp gets when ``--threads`` is omitted or 0 (automatic).
 
-    threads = max(1, min(MAX_AUTO_THREADS, physical cores, floor(CPU quota)))
+    threads = max(1, min(MAX_AUTO_THREADS, physical cores, floor(CPU quota), model MiB // 16))
 
 * physical cores: distinct (package, core) pairs among the CPUs this process may run on
   (``sched_getaffinity``), so ``taskset`` and cpusets count, and the two hyperthreads of one core count once
@@ -13,6 +13,13 @@
   Unlimited (``max``, ``-1``) or unreadable: no quota.
 * MAX_AUTO_THREADS: a 270M-4B model on the CPU gains little beyond 8 threads, and every thread is one
   more party to the hundreds of barriers per token.
+* model MiB // BYTES_PER_THREAD (16 MiB): a model whose weights are small has passes too short to split.
+  Every operation of a pass ends at a barrier of all threads; where an operation's share of the weights is
+  a few kilobytes, the barrier costs more than the work it splits. On the 2-core AMD EPYC (issue 53,
+  docs/results.md "Small models and threads"), a one-token pass of float32 test models took, on 2 threads
+  against 1, with the bounded spin: 1.68x (0.8 MiB), 1.61x (18 MiB), 0.87x (68 MiB), 0.92x (222 MiB), 0.59x
+  (520 MiB); with the passive wait that simul chooses beside busy cores 41.5x, 5.9x, 1.6x, 1.2x, 0.98x. The
+  rule takes the size of the model file, which does not change from run to run.
 
 Nothing that changes from one second to the next enters the rule (issue 31). The rule before took off the
 cores that other work kept busy, the smaller of a 0.25 s CPU sample and the 1-minute load average; on an
@@ -40,6 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 MAX_AUTO_THREADS = 8
+BYTES_PER_THREAD = 16 << 20  # automatic threads: at most one per this many bytes of model file, at least 1
 BUSY_SAMPLE_SECONDS = 0.25
 SYS_CPU = Path("/sys/devices/system/cpu")
 PROC_STAT = Path("/proc/stat")
@@ -86,6 +94,7 @@ class ThreadChoice:
     load1: float | None = None  # the 1-minute load average when the threads were chosen
     cpu_quota: CpuQuota | None = None  # the cgroup's CPU quota; None: none found
     machine_cpus: int | None = None  # logical CPUs of the machine (the affinity mask may hold fewer)
+    model_bytes: int | None = None  # the model file's size, where the rule was given it
 
     @property
     def taken_cores(self) -> int:
@@ -103,6 +112,7 @@ class ThreadChoice:
             "cpu_quota": None if self.cpu_quota is None else self.cpu_quota.to_json(),
             "busy_cores": None if self.busy_cores is None else round(self.busy_cores, 2),
             "load1": None if self.load1 is None else round(self.load1, 2),
+            "model_bytes": self.model_bytes,
         }
 
 
@@ -204,10 +214,17 @@ def cgroup_cpu_quota(root: Path = CGROUP_ROOT) -> CpuQuota | None:
 # -- the rule -------------------------------------------------------------------------------------------
 
 
-def auto_threads(physical: int, quota: CpuQuota | None = None) -> int:
-    """The rule of this module's docstring."""
+def auto_threads(physical: int, quota: CpuQuota | None = None, model_bytes: int | None = None) -> int:
+    """The rule of this module's docstring (``model_bytes`` None: the model's size is not known)."""
     allowed = physical if quota is None else min(physical, quota.threads)
+    if model_bytes is not None:
+        allowed = min(allowed, size_threads(model_bytes))
     return max(1, min(MAX_AUTO_THREADS, allowed))
+
+
+def size_threads(model_bytes: int) -> int:
+    """The most threads a model file of ``model_bytes`` gets automatically: one per BYTES_PER_THREAD."""
+    return max(1, model_bytes // BYTES_PER_THREAD)
 
 
 def fewer_threads_note(record: Any) -> str | None:
@@ -232,6 +249,12 @@ def fewer_threads_note(record: Any) -> str | None:
             reasons.append(f"the cgroup CPU quota allows {allowed:g} CPUs")
         if threads == MAX_AUTO_THREADS < physical:
             reasons.append(f"automatic threads stop at {MAX_AUTO_THREADS}")
+        size = record.get("model_bytes")
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 < size < 1 << 50:
+            size = None
+        if size is not None and size_threads(size) == threads < physical:
+            mib = BYTES_PER_THREAD >> 20
+            reasons.append(f"the model is {size / (1 << 20):.1f} MiB: at most one thread per {mib} MiB")
         if not reasons and "cpu_quota" not in record and threads < physical:
             # a run made before issue 31: the cores that the sample and load average saw taken
             reasons.append("cores taken by other work at start (an older simul left them alone)")
@@ -325,10 +348,12 @@ def choose_threads(
     sleep: Callable[[float], None] = time.sleep,
     loadavg: Callable[[], float | None] | None = None,
     cpus: Sequence[int] | None = None,
+    model: Path | None = None,
 ) -> ThreadChoice:
-    """``requested`` threads when given (> 0); otherwise the automatic rule. The CPU sample and the load
-    average are taken either way, for the OpenMP wait policy (simul.machine.openmp) alone. The readers are
-    looked up when called (SYS_CPU, CGROUP_ROOT, read_cpu_times, load_average), so tests can fake them."""
+    """``requested`` threads when given (> 0); otherwise the automatic rule, with ``model``'s file size
+    where given. The CPU sample and the load average are taken either way, for the OpenMP wait policy
+    (simul.machine.openmp) alone. The readers are looked up when called (SYS_CPU, CGROUP_ROOT,
+    read_cpu_times, load_average), so tests can fake them."""
     if requested is not None and requested < 0:
         raise ValueError(f"threads must be 0 (automatic) or more, got {requested}")
     sample = sample or read_cpu_times
@@ -342,5 +367,18 @@ def choose_threads(
     sleep(BUSY_SAMPLE_SECONDS)
     after, own_after, t1 = sample(), time.process_time(), time.perf_counter()
     busy = busy_cores(before, after, mask, own_after - own_before, t1 - t0)
-    threads, source = (requested, "--threads") if requested else (auto_threads(physical, quota), "auto")
-    return ThreadChoice(threads, source, len(mask), physical, busy, load1, quota, machine)
+    size = _file_size(model)
+    if requested:
+        threads, source = requested, "--threads"
+    else:
+        threads, source = auto_threads(physical, quota, model_bytes=size), "auto"
+    return ThreadChoice(threads, source, len(mask), physical, busy, load1, quota, machine, size)
+
+
+def _file_size(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None

@@ -142,7 +142,7 @@ class LlamaBackend:
         self.follower: LoadFollower | None = None
         # The CPU sample that chooses the threads also chooses the wait policy, before llama.cpp loads.
         if thread_choice is None and (not n_threads or not wait_policy_chosen()):
-            thread_choice = choose_threads(n_threads)
+            thread_choice = choose_threads(n_threads, model=model_path)
         lib = _llama(thread_choice.taken_cores if thread_choice is not None else None)
         self._lib = lib
         self.model_path = model_path
