@@ -112,6 +112,20 @@ def streams_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Choose llama.cpp's OpenMP wait policy for the test process before collection, as simul's commands do
+    before they load llama.cpp (simul.machine.openmp, from simul.machine.threads' CPU sample and the load
+    average). libgomp reads the policy once, when it loads, and collection loads it: a test module imports
+    llama_cpp at its top (test_ngram_drafters). Chosen later, the choice was only recorded, while the threads
+    waited as libgomp's default has them (spin 300,000 iterations, then sleep): beside two busy loops a
+    default-model test then ran 9.5x its idle time (issue 53)."""
+    from simul.machine import openmp
+    from simul.machine.threads import choose_threads
+
+    if not openmp.wait_policy_chosen():
+        openmp.choose_wait_policy(choose_threads(1).taken_cores, note="the test session's, chosen at start")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say how this process's llama.cpp threads wait at OpenMP barriers (simul.machine.openmp): chosen once,
     when the first test loads a model (sampling the CPU or not), it is what the in-process decoding tests'
@@ -123,6 +137,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         chosen = openmp.record()
         policy = wait_policy_summary({"environment": {"openmp": chosen}})  # as `simul diff` words it
         reason = f": {chosen['reason']}" if chosen["reason"] else ""
+        if not chosen["in_time"]:
+            reason += " (too late: llama_cpp was loaded before, so libgomp's default applies)"
         terminalreporter.write_line(
             f"llama.cpp's OpenMP wait policy in the test process: {policy}, set by {chosen['set_by']}{reason}"
         )

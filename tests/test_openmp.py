@@ -136,3 +136,12 @@ def test_the_backend_passes_the_cpu_samples_verdict(tiny_model: Path) -> None:
     record = json.loads(done.stdout.strip().splitlines()[-1])
     assert record["wait_policy"] == "passive" and record["set_by"] == "simul"
     assert record["reason"].startswith("1 core taken by other work")
+
+
+def test_the_test_session_chose_its_wait_policy_before_llama_cpp_loaded() -> None:
+    """The suite's in-process decoding waits as simul would have it (tests/conftest.py, pytest_configure),
+    not as libgomp's default does because collection imported llama_cpp first (issue 53)."""
+    from simul.machine import openmp
+
+    assert openmp.wait_policy_chosen()
+    assert openmp.record()["in_time"], openmp.record()
