@@ -124,6 +124,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not openmp.wait_policy_chosen():
         openmp.choose_wait_policy(choose_threads(1).taken_cores, note="the test session's, chosen at start")
+    one_blas_thread()
+
+
+def one_blas_thread() -> None:
+    """numpy's BLAS (OpenBLAS) on one thread in this process and the processes it starts. The tests' matrix
+    products are small (simul.testing.code_machine's matrix-vector products, thousands of them); on more
+    threads OpenBLAS's workers wait for work by spinning, and beside two busy loops a test of 0.13 s took
+    43.6 s on its two threads against 1.2 s on one (issue 53). The environment reaches child processes; this
+    process's numpy is already loaded, so its pool is resized through threadpoolctl where installed."""
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    except ImportError:
+        return
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

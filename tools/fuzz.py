@@ -2,13 +2,13 @@
 
 pytest-xdist runs the properties of tests/fuzz side by side in ``--jobs`` worker processes (default: the
 number of CPUs; ``--dist worksteal``, so a worker that runs out of properties takes pending ones from
-another), at low priority (nice 10, which the workers inherit). A plugin of this tool collects pytest's
-report of each property; the suite's own counter (tests/fuzz/budget.py) says how many inputs reached each
-reader. It then prints and writes the inputs tried per reader, how each property ended (passed, failed,
-skipped, or crashed: a worker that died, e.g. on a signal, which xdist reports and replaces), the load
-average before and after, and the commit:
+another), at low priority (nice 10, which the workers inherit; ``--nice`` changes it). A plugin of this
+tool collects pytest's report of each property; the suite's own counter (tests/fuzz/budget.py) says how
+many inputs reached each reader. It then prints and writes the inputs tried per reader, how each property
+ended (passed, failed, skipped, or crashed: a worker that died, e.g. on a signal, which xdist reports and
+replaces), the load average before and after, and the commit:
 
-    python tools/fuzz.py [--examples 10000] [--jobs N] [--report FILE] [--logs DIR] [-k EXPR]
+    python tools/fuzz.py [--examples 10000] [--jobs N] [--nice 10] [--report FILE] [--logs DIR] [-k EXPR]
 
 Exit status 0 only when every property passed. A property that fails stops at its first failing input
 (Hypothesis shrinks it; the shrunk input is in that property's log, ``LOGS/<test>.log``). Hypothesis's own
@@ -102,17 +102,21 @@ def main() -> int:
     parser.add_argument("--report", type=Path, default=ROOT / ".venv" / "fuzz-report.json")
     parser.add_argument("--logs", type=Path, default=ROOT / ".venv" / "fuzz-logs")
     parser.add_argument("-k", dest="expr", help="only the tests pytest -k selects")
+    parser.add_argument(
+        "--nice", type=int, default=10, help="added to the tool's niceness, the workers' too (default 10)"
+    )
     parser.add_argument("--suite", type=Path, default=ROOT / SUITE, help=argparse.SUPPRESS)  # for its tests
     args = parser.parse_args()
-    if args.examples < 1 or args.jobs < 1:
-        parser.error("--examples and --jobs must be 1 or more")
+    if args.examples < 1 or args.jobs < 1 or args.nice < 0:
+        parser.error("--examples and --jobs must be 1 or more, --nice 0 or more")
     args.report, args.logs, args.suite = args.report.resolve(), args.logs.resolve(), args.suite.resolve()
     args.logs.mkdir(parents=True, exist_ok=True)
     for old in args.logs.glob("*.log"):
         old.unlink()
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
-    os.nice(10)
+    if args.nice:
+        os.nice(args.nice)
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     print(f"{args.examples} inputs per property, {args.jobs} workers; logs in {args.logs}", flush=True)
