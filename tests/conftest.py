@@ -124,12 +124,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not openmp.wait_policy_chosen():
         openmp.choose_wait_policy(choose_threads(1).taken_cores, note="the test session's, chosen at start")
+    one_blas_thread()
 
 
 # Modules whose tests run the Whisper recognizer: its log-mel features go through numpy's BLAS, and its
 # transcripts move with BLAS's thread count (test_plain_text_references_get_times_near_the_yamls matched 59
-# of 98 source words with one thread, above 70 % with the two OpenBLAS starts on this machine), so they
-# keep the count numpy starts with.
+# of 98 source words with one thread, above 70 % with the two OpenBLAS starts on this machine), so their
+# tests run with the count numpy started with.
 WHISPER_MODULES = {
     "test_asr_growing",
     "test_asr_longform",
@@ -143,23 +144,33 @@ WHISPER_MODULES = {
     "test_streams_partials",
     "test_streams_simulate",
 }
+BLAS_THREADS: list[int] = []  # numpy's BLAS threads before one_blas_thread (empty: not limited)
+
+
+def one_blas_thread() -> None:
+    """numpy's BLAS (OpenBLAS) on one thread in the test process, fixtures included (through threadpoolctl
+    where installed). The tests' matrix products are small (simul.testing.code_machine's matrix-vector
+    products, thousands of them, and the tiny models it builds); on more threads OpenBLAS's workers wait for
+    work by spinning, and beside two busy loops a test of 0.13 s took 43.6 s on its two threads against 1.2 s
+    on one (issue 53). The tests of WHISPER_MODULES get the count back (whisper_blas_threads)."""
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]
+    except ImportError:
+        return
+    counts = [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
+    if counts:
+        BLAS_THREADS.append(max(counts))
+        threadpool_limits(limits=1, user_api="blas")
 
 
 @pytest.fixture(autouse=True)
-def one_blas_thread(request: pytest.FixtureRequest) -> Iterator[None]:
-    """numpy's BLAS (OpenBLAS) on one thread during a test. The tests' matrix products are small
-    (simul.testing.code_machine's matrix-vector products, thousands of them); on more threads OpenBLAS's
-    workers wait for work by spinning, and beside two busy loops a test of 0.13 s took 43.6 s on its two
-    threads against 1.2 s on one (issue 53). Not in WHISPER_MODULES, nor without threadpoolctl."""
-    try:
-        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
-    except ImportError:
+def whisper_blas_threads(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not BLAS_THREADS or request.node.path.stem not in WHISPER_MODULES:
         yield
         return
-    if request.node.path.stem in WHISPER_MODULES:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=BLAS_THREADS[0], user_api="blas"):
         yield
 
 
