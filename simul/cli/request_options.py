@@ -63,7 +63,8 @@ class RequestOptions:
         typer.Option(
             "--threads",
             help="CPU threads for llama.cpp (0 or unset: auto, the physical cores this process may use, "
-            "within its cgroup CPU quota, at most 8 and one per 16 MiB of model, chosen at start. In exact mode auto threads then follow "
+            "within its cgroup CPU quota, at most 8 and one per 16 MiB of model, chosen at start. In exact "
+            "mode auto threads then follow "
             "the load between forward passes (down to 1 when passes slow down, back when the load ends; "
             "outputs stay the same, each change is in run.json). Fast mode keeps the start's count, since "
             "there the thread count can change outputs.)",
