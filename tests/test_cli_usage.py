@@ -28,6 +28,10 @@ runner = CliRunner()
         (["--threads", "-1"], "--threads must be 0 (auto)"),
         (["--n-ctx", "0"], "--n-ctx must be a positive number"),
         (["--n-ctx", "-4"], "--n-ctx must be a positive number"),
+        (["--max-len-ratio", "-1"], "--max-len-ratio must be 0 or more"),
+        (["--max-len-ratio", "nan"], "--max-len-ratio must be 0 or more"),
+        (["--max-len-slack", "-1"], "--max-len-slack must be 0 or more"),
+        (["--max-len-ratio", "0", "--max-len-slack", "0"], "caps every update at 0 tokens"),
     ],
 )
 def test_eval_usage_errors_exit_2(
@@ -41,7 +45,13 @@ def test_eval_usage_errors_exit_2(
 
 @pytest.mark.parametrize("command", ["sweep", "bench"])
 def test_sweep_and_bench_check_the_same_options(command: str, streams_file: Path, tmp_path: Path) -> None:
-    for options in (["--threads", "-2"], ["--verify-chunk", "-1"], ["--n-ctx", "0"], ["--template", "x"]):
+    for options in (
+        ["--threads", "-2"],
+        ["--verify-chunk", "-1"],
+        ["--n-ctx", "0"],
+        ["--template", "x"],
+        ["--max-len-slack", "-1"],
+    ):
         result = runner.invoke(
             app, [command, "--model", str(tmp_path / "absent.gguf"), "--streams", str(streams_file), *options]
         )

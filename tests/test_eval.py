@@ -57,6 +57,25 @@ def test_eval_json_and_run_directory(tiny_model: Path, streams_file: Path, tmp_p
     assert (timing["method"], timing["stream"], timing["step"]) == (first["method"], first["stream"], 0)
 
 
+def test_max_len_options_cap_every_update(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
+    """--max-len-ratio 0 --max-len-slack N: N tokens an update whatever the source (llama.cpp's -n N); the
+    default cap (2 x source tokens + 10) lets the tiny model's outputs run longer."""
+    lengths = {}
+    for name, extra in (("capped", ["--max-len-ratio", "0", "--max-len-slack", "3"]), ("default", [])):
+        out = tmp_path / name
+        result = runner.invoke(
+            app, eval_args(tiny_model, streams_file, "--beta", "0.2", "--out", str(out), *extra)
+        )
+        assert result.exit_code == 0, result.output
+        rows = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+        lengths[name] = [len(row["output_ids"]) for row in rows]
+        config = json.loads((out / "run.json").read_text())["config"]
+        if name == "capped":
+            assert (config["max_len_ratio"], config["max_len_slack"]) == (0.0, 3)
+    assert max(lengths["capped"]) == 3 and 3 in lengths["capped"]
+    assert max(lengths["default"]) > 3
+
+
 def test_score_reproduces_eval(tiny_model: Path, streams_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     evaluated = runner.invoke(app, eval_args(tiny_model, streams_file, "--json", "--out", str(out)))

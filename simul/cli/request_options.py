@@ -31,6 +31,7 @@ from simul.common.paths import default_streams_file
 from simul.decoding.draft_model import DraftSettings
 from simul.decoding.engine import EngineSettings
 from simul.decoding.longform import WindowPolicy
+from simul.decoding.stream import MAX_LEN_RATIO, MAX_LEN_SLACK
 from simul.metrics.comet import DEFAULT_COMET_MODEL, NO_COMET
 from simul.metrics.scoring import DEFAULT_RESEGMENT
 from simul.request.methods import Method
@@ -76,6 +77,22 @@ class RequestOptions:
             "--n-ctx", help="Context window in tokens (at most the model's training length, which caps it)."
         ),
     ] = 2048
+    max_len_ratio: Annotated[
+        float,
+        typer.Option(
+            "--max-len-ratio",
+            help="Each update's output length cap: this many tokens per source token, plus --max-len-slack "
+            "(decoding stops there or at the model's end of turn).",
+        ),
+    ] = MAX_LEN_RATIO
+    max_len_slack: Annotated[
+        int,
+        typer.Option(
+            "--max-len-slack",
+            help="Tokens added to the length cap (--max-len-ratio 0 --max-len-slack N: N tokens an update, "
+            "whatever the source, as llama.cpp's -n N).",
+        ),
+    ] = MAX_LEN_SLACK
     fuse: Annotated[
         bool,
         typer.Option(
@@ -193,6 +210,7 @@ class RequestOptions:
             window=WindowPolicy(self.max_window, self.context_sentences),
             draft=self.draft(),
             exact=self.exact,
+            max_len=(self.max_len_ratio, self.max_len_slack),
         )
 
     def draft(self) -> DraftSettings | None:

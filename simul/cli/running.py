@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from simul.common.safe_text import markup
 from simul.decoding.draft_model import DraftSettings
 from simul.decoding.engine import EngineSettings
 from simul.decoding.longform import WindowPolicy
+from simul.decoding.stream import MAX_LEN_RATIO, MAX_LEN_SLACK
 from simul.request.templates import TEMPLATE_NAMES
 from simul.runs.evaluation import EvalOutcome, EvalRequest, Interrupted, run_evaluation
 from simul.runs.side_by_side import LaneRecord, run_side_by_side
@@ -93,7 +95,12 @@ class PlainProgress:
 
 
 def check_engine_options(
-    n_ctx: int, threads: int | None, verify_chunk: int, template: str, parallel: int = 1
+    n_ctx: int,
+    threads: int | None,
+    verify_chunk: int,
+    template: str,
+    parallel: int = 1,
+    max_len: tuple[float, int] = (MAX_LEN_RATIO, MAX_LEN_SLACK),
 ) -> None:
     """The engine options of eval, sweep and bench, checked before anything is loaded (usage errors).
     llama.cpp itself crashed on a context of 0 tokens, so nothing out of range may reach it."""
@@ -109,6 +116,21 @@ def check_engine_options(
         )
     if template not in TEMPLATE_NAMES:
         raise UsageError(f"unknown --template {template!r}; choose one of: {', '.join(TEMPLATE_NAMES)}")
+    check_length_cap(*max_len)
+
+
+def check_length_cap(ratio: float, slack: int) -> None:
+    """The output length cap of an update, ``int(ratio x source tokens) + slack``, must let every update say
+    something: neither part negative, and not both 0 (a cap of 0 tokens)."""
+    if not math.isfinite(ratio) or ratio < 0:
+        raise UsageError(f"--max-len-ratio must be 0 or more tokens per source token (e.g. 2), got {ratio:g}")
+    if slack < 0:
+        raise UsageError(f"--max-len-slack must be 0 or more tokens (e.g. 10), got {slack}")
+    if ratio == 0 and slack == 0:
+        raise UsageError(
+            "--max-len-ratio 0 with --max-len-slack 0 caps every update at 0 tokens: give one of them a "
+            "positive value (e.g. --max-len-slack 64 for 64 tokens an update)"
+        )
 
 
 def engine_settings(
@@ -123,8 +145,9 @@ def engine_settings(
     window: WindowPolicy | None = None,
     draft: DraftSettings | None = None,
     exact: bool | None = None,
+    max_len: tuple[float, int] = (MAX_LEN_RATIO, MAX_LEN_SLACK),
 ) -> EngineSettings:
-    check_engine_options(n_ctx, threads, verify_chunk, template, parallel)
+    check_engine_options(n_ctx, threads, verify_chunk, template, parallel, max_len)
     window = window or WindowPolicy()
     window.check()
     return EngineSettings(
@@ -139,6 +162,8 @@ def engine_settings(
         window=window,
         draft=draft,
         exact=exact,
+        max_len_ratio=max_len[0],
+        max_len_slack=max_len[1],
     )
 
 

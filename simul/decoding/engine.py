@@ -28,7 +28,7 @@ from simul.decoding.longform import WindowPolicy
 from simul.decoding.passes import Passes
 from simul.decoding.records import StreamResult
 from simul.decoding.scheduler import BatchScheduler
-from simul.decoding.stream import StreamDecoder
+from simul.decoding.stream import MAX_LEN_RATIO, MAX_LEN_SLACK, StreamDecoder
 from simul.machine import clock
 from simul.machine.calibration import PassCosts, calibrate, calibrate_draft
 from simul.machine.cpu_usage import CpuMeter
@@ -46,8 +46,8 @@ class EngineSettings:
     template: str = "auto"
     n_ctx: int = 2048
     threads: int | None = None
-    max_len_ratio: float = 2.0
-    max_len_slack: int = 10
+    max_len_ratio: float = MAX_LEN_RATIO
+    max_len_slack: int = MAX_LEN_SLACK
     fuse: bool = False  # evaluate the rest of the prompt and the draft in one forward pass
     verify_chunk: int = 0  # verify drafts in chunks of this many tokens (0: whole drafts)
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0

@@ -53,6 +53,11 @@ from simul.request.methods import Method
 from simul.request.templates import Prompt, Template
 from simul.streams.format import Stream
 
+# An update's output length cap: int(MAX_LEN_RATIO x the source's tokens) + MAX_LEN_SLACK tokens (the CLI's
+# --max-len-ratio and --max-len-slack)
+MAX_LEN_RATIO = 2.0
+MAX_LEN_SLACK = 10
+
 
 class StreamDecoder:
     """Decodes streams step by step with one method on one backend."""
@@ -62,8 +67,8 @@ class StreamDecoder:
         backend: LlamaBackend,
         template: Template,
         method: Method,
-        max_len_ratio: float = 2.0,
-        max_len_slack: int = 10,
+        max_len_ratio: float = MAX_LEN_RATIO,
+        max_len_slack: int = MAX_LEN_SLACK,
         fuse: bool = False,
         verify_chunk: int = 0,
         window: WindowPolicy | None = None,
