@@ -79,6 +79,24 @@ def test_the_cost_tool_names_the_parts_of_the_patch() -> None:
     assert sum(exactness.PARTS.values()) == exactness.ALL_PARTS
 
 
+def test_the_cost_tool_reads_the_tile_width_of_a_mode() -> None:
+    from tests.helpers import load_tool
+
+    tool = load_tool("exact_costs")
+    assert [tool._tile_cols(m) for m in ("exact", "exact-notiles", "fast-tiles64", "only-sgemm-tiles8")] == [
+        tool.TILE_COLS,
+        0,
+        64,
+        8,
+    ]
+    assert [tool._base(m) for m in ("exact-notiles", "fast-tiles64", "only-sgemm-tiles8", "exact")] == [
+        "exact",
+        "fast",
+        "only-sgemm",
+        "exact",
+    ]
+
+
 def test_threads_that_look_for_the_switch_at_once_all_find_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """simul bench loads its lanes in threads at once: a lane that asked while the first search ran saw no
     switch, and ran in fast mode beside an exact lane."""

@@ -16,7 +16,8 @@ fast-norepack, and only-tiled, only-flash-attn, only-repack, only-sgemm, only-kv
 part of exact mode's switch on (what that part costs; exact needs them all; only-kv-order places cells of a
 shared cache, which these one-sequence passes do not have). A mode with "-notiles" appended (exact-notiles,
 fast-notiles) runs with the tile kernels of patch simul-exact/4 off (ggml_cpu_set_tile_cols(0): Q8_0 and
-Q5_0 weights through vec_dot for one row and tinyBLAS from two, as before the patch).
+Q5_0 weights through vec_dot for one row and tinyBLAS from two, as before the patch); one with "-tilesN"
+appended (exact-tiles64) gives the tiles products of up to N columns instead of the patch's 32.
 
     python tools/exact_costs.py --kernels [--widths ...] [--repeats 15] [--threads 2]
 measures the kernels alone instead: one product of each weight type of the embedded model at its shape
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         backends[m] = LlamaBackend(model, n_ctx=1024, n_threads=args.threads, n_gpu_layers=0, **settings)  # type: ignore[arg-type]
         if _base(m) in PART_MODES:
             backends[m].exact_parts = PART_MODES[_base(m)]
-    ggml = _ggml() if any(m.endswith(NOTILES) for m in modes) else None
+    ggml = _ggml() if any(_tile_cols(m) != TILE_COLS for m in modes) else None
     for b in backends.values():
         b.warm_up()
     text = long_prompts()[0] if args.long else PROBE_PROMPTS[0]
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             for m in order:
                 b = backends[m]
                 if ggml is not None:
-                    ggml.set_tile_cols(0 if m.endswith(NOTILES) else TILE_COLS)
+                    ggml.set_tile_cols(_tile_cols(m))
                 seq = b.sequence(0)
                 seq.clear()
                 b.eval_many([(seq, prompt, None)])
@@ -141,11 +143,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 NOTILES = "-notiles"
+TILES_UP_TO = re.compile(r"-tiles(\d+)$")  # exact-tiles64: the tile kernels up to 64 columns
 TILE_COLS = 32  # the patch's default width for the tile kernels
 
 
 def _base(mode: str) -> str:
-    return mode[: -len(NOTILES)] if mode.endswith(NOTILES) else mode
+    if mode.endswith(NOTILES):
+        return mode[: -len(NOTILES)]
+    return TILES_UP_TO.sub("", mode)
+
+
+def _tile_cols(mode: str) -> int:
+    """The widest product the mode's passes give the tile kernels (0: none)."""
+    if mode.endswith(NOTILES):
+        return 0
+    wide = TILES_UP_TO.search(mode)
+    return int(wide.group(1)) if wide else TILE_COLS
 
 
 def _ggml() -> Any:

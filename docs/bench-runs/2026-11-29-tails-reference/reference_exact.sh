@@ -1,0 +1,23 @@
+#!/bin/bash
+# SSBD reference binary against simul with equal work per update: both capped at N tokens an update
+# (the binary's -n N; simul's --max-len-ratio 0 --max-len-slack N), the tower template, beta 0.2; 30 FLORES
+# devtest en-de streams (lag 3); two rounds, alternating; each tool otherwise at its defaults (2 threads).
+N=${N:-32}
+cd /tmp/ref
+MODEL=$(cd /work/main && .venv/bin/python -c "from simul.request.default_model import default_model_path; print(default_model_path())")
+P="$(cat prefix.txt; echo x)"; P="${P%x}"; S="$(cat suffix.txt; echo x)"; S="${S%x}"  # keep the trailing newline ($(...) strips it)
+log() { echo "$(date -u +%T) $* load $(cut -d' ' -f1-3 /proc/loadavg)" >> cmpn_exact.log; }
+for round in ${ROUNDS:-1 2}; do
+  for mode in ssbd rt; do
+    extra=""; [ $mode = rt ] && extra="--no-draft-reuse"
+    log "start ref(exact) $mode round $round n=$N"
+    GGML_CPU_EXACT=1 /usr/bin/time -v build/bin/llama-self-spec-bias -m "$MODEL" -f stream.jsonl --draft-bias-beta 0.2 --temp 0 \
+      --in-prefix "$P" --in-suffix "$S" -n $N $extra -o n${N}_refexact_${mode}_$round.jsonl > n${N}_refexact_${mode}_$round.out 2> n${N}_refexact_${mode}_$round.err
+    log "end ref(exact) $mode round $round rc=$?"
+  done
+  log "start simul round $round n=$N"
+  rm -rf /tmp/ref/n${N}_simulB_$round
+  (cd /work/main && /usr/bin/time -v .venv/bin/simul bench --streams /tmp/ref/s30.jsonl --template tower --beta 0.2 --no-cd \
+     --max-len-ratio 0 --max-len-slack $N --out /tmp/ref/n${N}_simulB_$round --json -q > /tmp/ref/n${N}_simulB_$round.json 2> /tmp/ref/n${N}_simulB_$round.err)
+  log "end simul round $round rc=$?"
+done
