@@ -1,10 +1,11 @@
 """The kernels of a narrow pass give every column exactly what the one-column kernel gives it (issue 50).
 
 Each weight type of the embedded model (gemma-3-270m Q4_K_M: Q8_0 output head and attention values, Q5_0,
-Q4_K and Q6_K layers) and of the tiny test model (float32) is multiplied with 1..32 activation columns in
-one product, and every column is compared, bit for bit, with the same column alone (a one-column product:
-``vec_dot``). Since patch simul-exact/4 the Q8_0 and Q5_0 products of up to 32 columns take the tile kernels
-(arch/x86/quants.c); the other types and the wider products take the kernels exact mode allows (tinyBLAS
+Q4_K and Q6_K layers) and of the tiny test model (float32) is multiplied with 1..64, 72 and 96 activation
+columns in one product, and every column is compared, bit for bit, with the same column alone (a one-column
+product: ``vec_dot``). Since patch simul-exact/4 the Q8_0 and Q5_0 products of up to 64 columns (the default
+width since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c); the other types and the wider
+products take the kernels exact mode allows (tinyBLAS
 for quantized weights, vec_dot for float ones, no tiled K-quant matmul). The weights have 45 rows, so the
 tiles at the end of a 16-row block are 1 row high, and widths such as 5 and 7 leave 1-3 column tiles.
 """
@@ -20,11 +21,12 @@ import pytest
 from simul.decoding.backend import exactness
 from simul.decoding.backend.ggml_ops import Ggml, MatMul, one_column_each, random_matrix
 
-WIDTHS = list(range(1, 33))
+WIDTHS = [*range(1, 65), 72, 96]
 #: (type, row length): K-quants need rows of 256-element super-blocks; the model's rows are 640 or 1024 long
 TYPES = [("q8_0", 640), ("q5_0", 640), ("q4_k", 1024), ("q6_k", 1024), ("f32", 640)]
 TILED = {"q8_0", "q5_0"}
-TILE_COLS = 32  # the patch's default
+TILE_COLS = 64  # the patch's default
+STARTED_COLS: list[int] = []  # the width the library had when this module's fixture first asked
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +38,7 @@ def ggml() -> Iterator[Ggml]:
         pytest.skip(f"no exact mode here: {support.reason}")
     g = Ggml(_llama())
     before_exact, before_cols = g.get_exact(), g.get_tile_cols()
+    STARTED_COLS.append(before_cols)
     yield g
     g.set_exact(before_exact)
     g.set_tile_cols(before_cols)
@@ -78,7 +81,9 @@ def test_every_column_of_a_wide_product_equals_the_column_alone(
             unequal[n] = differ
     assert not unequal, f"{type_name} ({mode}): columns unlike their one-column product at widths {unequal}"
     # and the widths compared are the ones the tile kernels took (the others took the kernels before them)
-    assert tiled == (WIDTHS if type_name in TILED and ggml.tiles_built else []), tiled
+    assert tiled == (
+        [n for n in WIDTHS if n <= TILE_COLS] if type_name in TILED and ggml.tiles_built else []
+    ), tiled
 
 
 @pytest.mark.parametrize("type_name", sorted(TILED))
@@ -104,6 +109,15 @@ def test_a_wide_product_is_a_real_product(ggml: Ggml) -> None:
     want = x @ w.T
     assert np.allclose(got, want, rtol=0.05, atol=0.05 * float(np.abs(want).max()))
     assert got[0].tobytes() != got[1].tobytes()
+
+
+def test_the_default_tile_width_is_the_patchs(ggml: Ggml) -> None:
+    """The width the library had when the fixture first asked: the patch's default unless the environment
+    set another (or a test before this module changed it, which none does)."""
+    import os
+
+    given = os.environ.get("GGML_CPU_TILE_COLS")
+    assert [int(given) if given else TILE_COLS] == STARTED_COLS
 
 
 def test_the_tile_width_switch_is_read_back(ggml: Ggml) -> None:

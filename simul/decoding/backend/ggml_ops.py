@@ -8,7 +8,7 @@ libggml that llama-cpp-python loaded, so exact mode's switch and the tile kernel
 
 Which kernel a product takes on x86 (ggml-cpu.c, ``ggml_compute_forward_mul_mat``): one activation column
 goes through the type's ``vec_dot``; from two columns on, quantized weights go through llamafile's tinyBLAS;
-with the patch, Q8_0 and Q5_0 weights up to ``tile_cols`` columns (32 by default) go through the tile
+with the patch, Q8_0 and Q5_0 weights up to ``tile_cols`` columns (64 by default) go through the tile
 kernels instead (one column included). The tests compare every column of a wide product with the same
 column alone through ``vec_dot`` (tiles off), bit for bit.
 """
