@@ -17,7 +17,8 @@ part of exact mode's switch on (what that part costs; exact needs them all; only
 shared cache, which these one-sequence passes do not have). A mode with "-notiles" appended (exact-notiles,
 fast-notiles) runs with the tile kernels of patch simul-exact/4 off (ggml_cpu_set_tile_cols(0): Q8_0 and
 Q5_0 weights through vec_dot for one row and tinyBLAS from two, as before the patch); one with "-tilesN"
-appended (exact-tiles64) gives the tiles products of up to N columns instead of the patch's 32.
+appended (exact-tiles64) gives the tiles products of up to N columns instead of the library's default width
+(the patch's, or GGML_CPU_TILE_COLS).
 
     python tools/exact_costs.py --kernels [--widths ...] [--repeats 15] [--threads 2]
 measures the kernels alone instead: one product of each weight type of the embedded model at its shape
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         backends[m] = LlamaBackend(model, n_ctx=1024, n_threads=args.threads, n_gpu_layers=0, **settings)  # type: ignore[arg-type]
         if _base(m) in PART_MODES:
             backends[m].exact_parts = PART_MODES[_base(m)]
-    ggml = _ggml() if any(_tile_cols(m) != TILE_COLS for m in modes) else None
+    ggml = _ggml() if any(_tile_cols(m) is not None for m in modes) else None
+    default_cols = ggml.get_tile_cols() if ggml is not None else None  # before any mode sets it
     for b in backends.values():
         b.warm_up()
     text = long_prompts()[0] if args.long else PROBE_PROMPTS[0]
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             for m in order:
                 b = backends[m]
                 if ggml is not None:
-                    ggml.set_tile_cols(_tile_cols(m))
+                    cols = _tile_cols(m)
+                    ggml.set_tile_cols(default_cols if cols is None else cols)
                 seq = b.sequence(0)
                 seq.clear()
                 b.eval_many([(seq, prompt, None)])
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     load_after = os.getloadavg()
     if ggml is not None:
-        ggml.set_tile_cols(TILE_COLS)
+        ggml.set_tile_cols(default_cols)
     for b in backends.values():
         b.close()
     med = {m: {n: statistics.median(v) * 1000 for n, v in per.items()} for m, per in times.items()}
@@ -144,7 +147,6 @@ def main(argv: list[str] | None = None) -> int:
 
 NOTILES = "-notiles"
 TILES_UP_TO = re.compile(r"-tiles(\d+)$")  # exact-tiles64: the tile kernels up to 64 columns
-TILE_COLS = 32  # the patch's default width for the tile kernels
 
 
 def _base(mode: str) -> str:
@@ -153,12 +155,12 @@ def _base(mode: str) -> str:
     return TILES_UP_TO.sub("", mode)
 
 
-def _tile_cols(mode: str) -> int:
-    """The widest product the mode's passes give the tile kernels (0: none)."""
+def _tile_cols(mode: str) -> int | None:
+    """The widest product the mode's passes give the tile kernels (0: none; None: the library's default)."""
     if mode.endswith(NOTILES):
         return 0
     wide = TILES_UP_TO.search(mode)
-    return int(wide.group(1)) if wide else TILE_COLS
+    return int(wide.group(1)) if wide else None
 
 
 def _ggml() -> Any:
@@ -188,6 +190,7 @@ def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> 
     from simul.decoding.backend.ggml_ops import MatMul, random_matrix
 
     g = _ggml()
+    tiles = g.get_tile_cols()  # the library's default width ("tiles on")
     g.set_exact(ALL_PARTS)
     load_before = os.getloadavg()
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -197,7 +200,7 @@ def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> 
         columns = random_matrix(max(widths), k, seed=2)
         for n in widths:
             med = {}
-            for cols in (TILE_COLS, 0):
+            for cols in (tiles, 0):
                 g.set_tile_cols(cols)
                 runs = product.times(columns[:n], threads, repeats=repeats)
                 med[cols] = statistics.median(r.seconds for r in runs) * 1000
@@ -209,16 +212,16 @@ def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> 
                     "k": k,
                     "per_pass": per_pass,
                     "n": n,
-                    "tiles_ms": med[TILE_COLS],
+                    "tiles_ms": med[tiles],
                     "no_tiles_ms": med[0],
                 }
             )
             print(
-                f"{type_name:5} {what:12} {n_rows:7d}x{k:<5d} n={n:2d}  tiles {med[TILE_COLS]:8.3f} ms  "
-                f"without {med[0]:8.3f} ms  ratio {med[TILE_COLS] / med[0]:.3f}",
+                f"{type_name:5} {what:12} {n_rows:7d}x{k:<5d} n={n:2d}  tiles {med[tiles]:8.3f} ms  "
+                f"without {med[0]:8.3f} ms  ratio {med[tiles] / med[0]:.3f}",
                 flush=True,
             )
-    g.set_tile_cols(TILE_COLS)
+    g.set_tile_cols(tiles)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     load_after = os.getloadavg()
     print(
