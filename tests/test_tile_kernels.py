@@ -4,10 +4,11 @@ Each weight type of the embedded model (gemma-3-270m Q4_K_M: Q8_0 output head an
 Q4_K and Q6_K layers) and of the tiny test model (float32) is multiplied with 1..64, 72 and 96 activation
 columns in one product, and every column is compared, bit for bit, with the same column alone (a one-column
 product: ``vec_dot``). Since patch simul-exact/4 the Q8_0 and Q5_0 products of up to 64 columns (the default
-width since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c); the other types and the wider
-products take the kernels exact mode allows (tinyBLAS
-for quantized weights, vec_dot for float ones, no tiled K-quant matmul). The weights have 45 rows, so the
-tiles at the end of a 16-row block are 1 row high, and widths such as 5 and 7 leave 1-3 column tiles.
+width since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c): with AVX-512, from two columns,
+packed tiles of 4 rows by 8 columns (the columns packed once per product, in groups of 8); the other types and
+the wider products take the kernels exact mode allows (tinyBLAS for quantized weights, vec_dot for float ones,
+no tiled K-quant matmul). The weights have 45 rows, so the tiles at the end of a 16-row block are 1 row high;
+widths such as 5, 7 and 13 leave 1-7 columns in the last tile (at odd widths one column alone in a pair).
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ from simul.decoding.backend.ggml_ops import Ggml, MatMul, one_column_each, rando
 
 WIDTHS = [*range(1, 65), 72, 96]
 #: (type, row length): K-quants need rows of 256-element super-blocks; the model's rows are 640 or 1024 long
-TYPES = [("q8_0", 640), ("q5_0", 640), ("q4_k", 1024), ("q6_k", 1024), ("f32", 640)]
+TYPES = [
+    ("q8_0", 640),
+    ("q5_0", 640),
+    ("q8_0", 2048),  # a longer row: 64 blocks a column, so the packed tiles' buffer grows
+    ("q4_k", 1024),
+    ("q6_k", 1024),
+    ("f32", 640),
+]
 TILED = {"q8_0", "q5_0"}
 TILE_COLS = 64  # the patch's default
 STARTED_COLS: list[int] = []  # the width the library had when this module's fixture first asked
@@ -56,7 +64,7 @@ def _reference(
 
 
 @pytest.mark.parametrize("mode", ["exact", "fast"])
-@pytest.mark.parametrize(("type_name", "k"), TYPES, ids=[t for t, _ in TYPES])
+@pytest.mark.parametrize(("type_name", "k"), TYPES, ids=[f"{t}-{k}" for t, k in TYPES])
 def test_every_column_of_a_wide_product_equals_the_column_alone(
     ggml: Ggml, type_name: str, k: int, mode: str
 ) -> None:
