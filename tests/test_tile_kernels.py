@@ -1,10 +1,10 @@
 """The kernels of a narrow pass give every column exactly what the one-column kernel gives it (issue 50).
 
-Each weight type of the embedded model (gemma-3-270m Q4_K_M: Q8_0 output head and attention values, Q5_0,
-Q4_K and Q6_K layers) and of the tiny test model (float32) is multiplied with 1..64, 72 and 96 activation
-columns in one product, and every column is compared, bit for bit, with the same column alone (a one-column
-product: ``vec_dot``). Since patch simul-exact/4 the Q8_0 and Q5_0 products of up to 64 columns (the default
-width since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c): with AVX-512, from three columns,
+Each weight type of the embedded model (gemma-3-270m Q4_K_M: Q8_0 output head and attention values, Q5_0, Q4_K
+and Q6_K layers) and of the tiny test model (float32) is multiplied with 1..64, 72 and 96 activation columns
+in one product, and every column is compared, bit for bit, with the same column alone (a one-column product:
+``vec_dot``). Since patch simul-exact/4 the Q8_0 and Q5_0 products of up to 64 columns (the default width
+since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c): with AVX-512, from three columns,
 packed tiles of 4 rows by 8 columns (the columns packed once per product, in groups of 8); the other types and
 the wider products take the kernels exact mode allows (tinyBLAS for quantized weights, vec_dot for float ones,
 no tiled K-quant matmul). The weights have 45 rows, so the tiles at the end of a 16-row block are 1 row high;

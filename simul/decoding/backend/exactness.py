@@ -21,10 +21,11 @@ on, wider passes take the arithmetic of a one-row pass:
   earlier cells.
 
 Since patch simul-exact/4 the narrow passes also have kernels of their own, in both modes: products of Q8_0
-and Q5_0 weights with at most 32 activation columns (the model's output head and most of its layers, in a
-one-token or a verification pass) go through tile kernels of 4 weight rows by up to 4 columns, which load
-each weight block once for all columns and keep 16 multiply-add chains in flight, where ``vec_dot`` keeps
-one chain per (row, column) and tinyBLAS's 4 x n tiles were slow at small n. Each (row, column) runs the
+and Q5_0 weights with at most 64 activation columns (the model's output head and most of its layers, in a
+one-token or a verification pass) go through tile kernels of 4 weight rows by up to 4 columns (with AVX-512,
+from 3 columns, 4 rows by up to 8 columns on the columns' quants, offsets and scales packed once per product),
+which load each weight block once for all columns and keep 16 multiply-add chains in flight, where ``vec_dot``
+keeps one chain per (row, column) and tinyBLAS's 4 x n tiles were slow at small n. Each (row, column) runs the
 one-column kernel's arithmetic (the same exact integer sums per block, the same scale product, the same FMA
 chain in block order and the same horizontal sum), so every result is bit-equal to ``vec_dot``'s
 (tests/test_tile_kernels.py); ``ggml_cpu_set_tile_cols(0)`` turns them off, for measuring

@@ -6,11 +6,11 @@ valid), multiplies it with a batch of activation columns (``ggml_mul_mat`` in a 
 libggml that llama-cpp-python loaded, so exact mode's switch and the tile kernels' width
 (``ggml_cpu_set_tile_cols``, patch simul-exact/4) apply to it as to a model's passes.
 
-Which kernel a product takes on x86 (ggml-cpu.c, ``ggml_compute_forward_mul_mat``): one activation column
-goes through the type's ``vec_dot``; from two columns on, quantized weights go through llamafile's tinyBLAS;
-with the patch, Q8_0 and Q5_0 weights up to ``tile_cols`` columns (64 by default) go through the tile
-kernels instead (one column included). The tests compare every column of a wide product with the same
-column alone through ``vec_dot`` (tiles off), bit for bit.
+Which kernel a product takes on x86 (ggml-cpu.c, ``ggml_compute_forward_mul_mat``): one activation column goes
+through the type's ``vec_dot``; from two columns on, quantized weights go through llamafile's tinyBLAS; with
+the patch, Q8_0 and Q5_0 weights up to ``tile_cols`` columns (64 by default) go through the tile kernels
+instead (one column included; with AVX-512, from 3 columns, the packed tiles of 4 x 8). The tests compare
+every column of a wide product with the same column alone through ``vec_dot`` (tiles off), bit for bit.
 """
 
 from __future__ import annotations
