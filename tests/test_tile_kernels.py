@@ -7,8 +7,14 @@ in one product, and every column is compared, bit for bit, with the same column 
 since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c): with AVX-512, from three columns,
 packed tiles of 4 rows by 8 columns (the columns packed once per product, in groups of 8); the other types and
 the wider products take the kernels exact mode allows (tinyBLAS for quantized weights, vec_dot for float ones,
-no tiled K-quant matmul). The weights have 45 rows, so the tiles at the end of a 16-row block are 1 row high;
+no tiled K-quant matmul). With AVX-512, in exact mode, the Q6_K products of 2 to 64 columns take a tile too
+(up to 4 rows, one at a time, by up to 4 columns, two columns to a 512-bit register, each super-block unpacked
+once for all of them). The weights have 45 rows, so the tiles at the end of a 16-row block are 1 row high;
 widths such as 5, 7 and 13 leave 1-7 columns in the last tile (at odd widths one column alone in a pair).
+
+The model's Q4_K weights are not multiplied by ``vec_dot``: llama.cpp repacks them (8 rows interleaved) and
+multiplies them by ``ggml_gemv_q4_K_8x8_q8_K``, column by column in exact mode. With AVX-512 the patch gives
+that gemv a multi-column form; the repacked products below (``RepackedMatMul``) hold it to the gemv alone.
 """
 
 from __future__ import annotations
@@ -20,7 +26,13 @@ import numpy.typing as npt
 import pytest
 
 from simul.decoding.backend import exactness
-from simul.decoding.backend.ggml_ops import Ggml, MatMul, one_column_each, random_matrix
+from simul.decoding.backend.ggml_ops import (
+    Ggml,
+    MatMul,
+    RepackedMatMul,
+    one_column_each,
+    random_matrix,
+)
 
 WIDTHS = [*range(1, 65), 72, 96]
 #: (type, row length): K-quants need rows of 256-element super-blocks; the model's rows are 640 or 1024 long
@@ -89,19 +101,29 @@ def test_every_column_of_a_wide_product_equals_the_column_alone(
             unequal[n] = differ
     assert not unequal, f"{type_name} ({mode}): columns unlike their one-column product at widths {unequal}"
     # and the widths compared are the ones the tile kernels took (the others took the kernels before them)
-    assert tiled == (
-        [n for n in WIDTHS if n <= TILE_COLS] if type_name in TILED and ggml.tiles_built else []
-    ), tiled
+    assert tiled == _tiled_widths(ggml, type_name, mode), tiled
 
 
-@pytest.mark.parametrize("type_name", sorted(TILED))
-def test_the_tiles_do_not_depend_on_the_thread_count(ggml: Ggml, type_name: str) -> None:
+def _tiled_widths(g: Ggml, type_name: str, mode: str) -> list[int]:
+    """The widths whose products the tile kernels take: Q8_0 and Q5_0 up to the tile width; with AVX-512,
+    in exact mode, Q6_K from 2 columns (in fast mode llama.cpp's tiled K-quant matmul takes it from 8)."""
+    if not g.tiles_built:
+        return []
+    if type_name in TILED:
+        return [n for n in WIDTHS if n <= TILE_COLS]
+    if type_name == "q6_k" and g.has_avx512 and mode == "exact":
+        return [n for n in WIDTHS if 2 <= n <= TILE_COLS]
+    return []
+
+
+@pytest.mark.parametrize(("type_name", "k"), [("q5_0", 640), ("q8_0", 640), ("q6_k", 1024)])
+def test_the_tiles_do_not_depend_on_the_thread_count(ggml: Ggml, type_name: str, k: int) -> None:
     """Threads split a product by weight rows (16 at a time), so a tile's rows move between threads: the
     results must not."""
     ggml.set_exact(exactness.ALL_PARTS)
     ggml.set_tile_cols(TILE_COLS)
-    product = MatMul(ggml, type_name, random_matrix(200, 640, seed=3))
-    columns = random_matrix(7, 640, seed=4)
+    product = MatMul(ggml, type_name, random_matrix(200, k, seed=3))
+    columns = random_matrix(7, k, seed=4)
     outs = [product.run(columns, threads=t).out.tobytes() for t in (1, 2, 3)]
     assert outs[0] == outs[1] == outs[2]
 
@@ -143,3 +165,58 @@ def test_the_tile_width_switch_is_read_back(ggml: Ggml) -> None:
     assert ggml.get_tile_cols() == TILE_COLS
     product.run(columns, threads=2)
     assert ggml.tile_products() == before + (1 if ggml.tiles_built else 0)
+
+
+def _repacked_reference(
+    g: Ggml, product: RepackedMatMul, columns: npt.NDArray[np.float32], threads: int
+) -> npt.NDArray[np.float32]:
+    """Each column alone through the repacked gemv (one column never takes the multi-column form)."""
+    g.set_tile_cols(0)
+    try:
+        return one_column_each(product, columns, threads)
+    finally:
+        g.set_tile_cols(TILE_COLS)
+
+
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggml, mode: str) -> None:
+    """Exact mode: every column of 1..64, 72 and 96 through the gemv, the multi-column one from 2 columns.
+    Fast mode: the 4-column gemm takes the columns in fours, the gemv the last 1-3 (from 2 of them the
+    multi-column gemv, on columns that do not start at the product's first)."""
+    if ggml.extra_buffer_type("CPU_REPACK") is None:
+        pytest.skip("no CPU_REPACK buffer type in this build")
+    ggml.set_exact(exactness.ALL_PARTS if mode == "exact" else 0)
+    ggml.set_tile_cols(TILE_COLS)
+    # 56 rows: 7 groups of 8 interleaved rows, split between the threads; rows of 1024: 4 super-blocks
+    with RepackedMatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)) as product:
+        columns = random_matrix(max(WIDTHS), 1024, seed=12, scale=(0.1, 3.0))
+        alone = _repacked_reference(ggml, product, columns, threads=2)
+        assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
+        # the repacked weights are really in use: the gemv's sums differ from vec_dot's in the last bits
+        plain = MatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)).run(columns[:8], threads=2).out
+        assert np.allclose(plain, alone[:8], rtol=1e-4, atol=1e-3) and plain.tobytes() != alone[:8].tobytes()
+        unequal, multi = {}, []
+        for n in WIDTHS:
+            before = ggml.tile_products()
+            wide = product.run(columns[:n], threads=2).out
+            if ggml.tile_products() > before:
+                multi.append(n)
+            gemv_from = 0 if mode == "exact" else n - n % 4
+            differ = [c for c in range(gemv_from, n) if wide[c].tobytes() != alone[c].tobytes()]
+            if differ:
+                unequal[n] = differ
+        assert not unequal, f"q4_k repacked ({mode}): columns unlike their gemv alone at widths {unequal}"
+        built = ggml.tiles_built and ggml.has_avx512
+        want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= 2] if built else []
+        assert multi == want, multi
+
+
+def test_the_repacked_q4_k_product_does_not_depend_on_the_thread_count(ggml: Ggml) -> None:
+    if ggml.extra_buffer_type("CPU_REPACK") is None:
+        pytest.skip("no CPU_REPACK buffer type in this build")
+    ggml.set_exact(exactness.ALL_PARTS)
+    ggml.set_tile_cols(TILE_COLS)
+    with RepackedMatMul(ggml, "q4_k", random_matrix(200, 1024, seed=13)) as product:
+        columns = random_matrix(7, 1024, seed=14)
+        outs = [product.run(columns, threads=t).out.tobytes() for t in (1, 2, 3)]
+    assert outs[0] == outs[1] == outs[2]

@@ -11,6 +11,11 @@ through the type's ``vec_dot``; from two columns on, quantized weights go throug
 the patch, Q8_0 and Q5_0 weights up to ``tile_cols`` columns (64 by default) go through the tile kernels
 instead (one column included; with AVX-512, from 3 columns, the packed tiles of 4 x 8). The tests compare
 every column of a wide product with the same column alone through ``vec_dot`` (tiles off), bit for bit.
+
+``RepackedMatMul`` is the same product with the weights in ggml's CPU_REPACK buffer (repack.cpp), as
+llama.cpp loads a model's Q4_K weights on x86 with AVX2 (8 rows interleaved, ``block_q4_Kx8``): one column
+goes through ``ggml_gemv_q4_K_8x8_q8_K``; in exact mode every column does (the 4-column gemm is off), and
+with the patch's tile switch on and AVX-512, two columns or more through its multi-column gemv instead.
 """
 
 from __future__ import annotations
@@ -88,6 +93,20 @@ class Ggml:
         self._sig(b.ggml_quantize_chunk, [ctypes.c_int, vp, vp, i64, i64, i64, vp], sz)
         self._sig(c.ggml_graph_compute_with_ctx, [vp, vp, ctypes.c_int], ctypes.c_int)
         self._sig(c.ggml_cpu_init, [], None)
+        # the backend API, for products whose weights live in another buffer type (RepackedMatMul)
+        self._sig(b.ggml_backend_reg_dev_get, [vp, sz], vp)
+        self._sig(b.ggml_backend_reg_get_proc_address, [vp, ctypes.c_char_p], vp)
+        self._sig(b.ggml_backend_buft_name, [vp], ctypes.c_char_p)
+        self._sig(b.ggml_backend_alloc_ctx_tensors_from_buft, [vp, vp], vp)
+        self._sig(b.ggml_backend_buffer_free, [vp], None)
+        self._sig(b.ggml_backend_tensor_set, [vp, vp, sz, sz], None)
+        self._sig(b.ggml_backend_tensor_get, [vp, vp, sz, sz], None)
+        self._sig(b.ggml_backend_graph_compute, [vp, vp], ctypes.c_int)
+        self._sig(b.ggml_backend_free, [vp], None)
+        self._sig(b.ggml_backend_cpu_buffer_type, [], vp)
+        self._sig(c.ggml_backend_cpu_reg, [], vp)
+        self._sig(c.ggml_backend_cpu_init, [], vp)
+        self._sig(c.ggml_backend_cpu_set_n_threads, [vp, ctypes.c_int], None)
         c.ggml_cpu_init()
         self.set_exact = self._optional(c, "ggml_cpu_set_exact", [ctypes.c_int], None)
         self.get_exact = self._optional(c, "ggml_cpu_get_exact", [], ctypes.c_int)
@@ -105,6 +124,27 @@ class Ggml:
         if fn is not None:
             self._sig(fn, argtypes, restype)
         return fn
+
+    def extra_buffer_type(self, name: str) -> int | None:
+        """The CPU backend's extra buffer type called ``name`` ("CPU_REPACK", ...), None where it has none."""
+        reg = self.cpu.ggml_backend_cpu_reg()
+        dev = self.base.ggml_backend_reg_dev_get(reg, 0)
+        address = self.base.ggml_backend_reg_get_proc_address(reg, b"ggml_backend_dev_get_extra_bufts")
+        if not address:
+            return None
+        get = ctypes.CFUNCTYPE(ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)(address)
+        types = get(dev)
+        i = 0
+        while types and types[i]:
+            if self.base.ggml_backend_buft_name(types[i]) == name.encode():
+                return int(types[i])
+            i += 1
+        return None
+
+    @property
+    def has_avx512(self) -> bool:
+        fn = getattr(self.cpu, "ggml_cpu_has_avx512", None)
+        return fn is not None and bool(fn())
 
     @property
     def has_tiles(self) -> bool:
@@ -186,8 +226,80 @@ class MatMul:
             self.g.base.ggml_free(ctx)
 
 
+class RepackedMatMul:
+    """A weight matrix in ggml's CPU_REPACK buffer, which interleaves it for the repacked gemv/gemm kernels
+    (repack.cpp) when its type and shape have them (Q4_K: rows a multiple of 8), as llama.cpp holds a model's
+    weights. Products run on a CPU backend (``ggml_backend_graph_compute``), the weights repacked once."""
+
+    def __init__(self, ggml: Ggml, type_name: str, weights: npt.NDArray[np.float32]) -> None:
+        self.g = ggml
+        buft = ggml.extra_buffer_type("CPU_REPACK")
+        if buft is None:
+            raise RuntimeError("this build of ggml's CPU backend has no CPU_REPACK buffer type")
+        plain = MatMul(ggml, type_name, weights)  # quantized as ggml quantizes, then repacked on upload
+        self.type, self.n_rows, self.k = plain.type, plain.n_rows, plain.k
+        base = ggml.base
+        self._ctx = base.ggml_init(_InitParams(1024 * 1024, None, True))
+        if not self._ctx:
+            raise MemoryError("ggml_init failed")
+        self._a = base.ggml_new_tensor_2d(self._ctx, self.type, self.k, self.n_rows)
+        self._buffer = base.ggml_backend_alloc_ctx_tensors_from_buft(self._ctx, buft)
+        if not self._buffer:
+            base.ggml_free(self._ctx)
+            raise MemoryError("could not allocate the repacked weights")
+        base.ggml_backend_tensor_set(self._a, plain.data, 0, len(plain.data))
+        self._backend = ggml.cpu.ggml_backend_cpu_init()
+
+    def close(self) -> None:
+        if self._backend:
+            self.g.base.ggml_backend_free(self._backend)
+            self.g.base.ggml_backend_buffer_free(self._buffer)
+            self.g.base.ggml_free(self._ctx)
+            self._backend = None
+
+    def __enter__(self) -> RepackedMatMul:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
+        """``columns`` (n, k) floats -> out (n, n_rows), as MatMul.run."""
+        if not self._backend:
+            raise RuntimeError("the product was closed")
+        base = self.g.base
+        x = np.ascontiguousarray(columns, dtype=np.float32)
+        n = x.shape[0]
+        ctx = base.ggml_init(_InitParams(4 * 1024 * 1024, None, True))
+        if not ctx:
+            raise MemoryError("ggml_init failed")
+        buffer = None
+        try:
+            b = base.ggml_new_tensor_2d(ctx, TYPES["f32"], self.k, n)
+            out = base.ggml_mul_mat(ctx, self._a, b)
+            graph = base.ggml_new_graph(ctx)
+            base.ggml_build_forward_expand(graph, out)
+            buffer = base.ggml_backend_alloc_ctx_tensors_from_buft(ctx, base.ggml_backend_cpu_buffer_type())
+            if not buffer:
+                raise MemoryError("could not allocate the product's activations")
+            base.ggml_backend_tensor_set(b, x.ctypes.data, 0, x.nbytes)
+            self.g.cpu.ggml_backend_cpu_set_n_threads(self._backend, threads)
+            t0 = time.perf_counter()
+            status = base.ggml_backend_graph_compute(self._backend, graph)
+            seconds = time.perf_counter() - t0
+            if status != 0:
+                raise RuntimeError(f"ggml_backend_graph_compute returned {status}")
+            values = np.empty((n, self.n_rows), dtype=np.float32)
+            base.ggml_backend_tensor_get(out, values.ctypes.data, 0, values.nbytes)
+            return Product(values, seconds)
+        finally:
+            if buffer:
+                base.ggml_backend_buffer_free(buffer)
+            base.ggml_free(ctx)
+
+
 def one_column_each(
-    product: MatMul, columns: npt.NDArray[np.float32], threads: int = 1
+    product: MatMul | RepackedMatMul, columns: npt.NDArray[np.float32], threads: int = 1
 ) -> npt.NDArray[np.float32]:
     """Every column alone, a one-column product each: the reference a wide product's columns must equal."""
     return np.stack([product.run(columns[c : c + 1], threads).out[0] for c in range(columns.shape[0])])
