@@ -22,7 +22,8 @@ appended (exact-tiles64) gives the tiles products of up to N columns instead of 
 
     python tools/exact_costs.py --kernels [--widths ...] [--repeats 15] [--threads 2]
 measures the kernels alone instead: one product of each weight type of the embedded model at its shape
-(simul.decoding.backend.ggml_ops; the output head at its full 262,144 rows), tiles on against off.
+(simul.decoding.backend.ggml_ops; the output head at its full 262,144 rows; the Q4_K weights repacked, as
+llama.cpp holds them), tiles on against off (off: vec_dot, tinyBLAS or the repacked gemv column by column).
 """
 
 from __future__ import annotations
@@ -173,7 +174,8 @@ def _ggml() -> Any:
     return g
 
 
-#: the embedded model's products (gemma-3-270m Q4_K_M): type, weight rows, row length, how many per pass
+#: the embedded model's products (gemma-3-270m Q4_K_M): type, weight rows, row length, how many per pass; the
+#: Q4_K weights repacked, as llama.cpp holds them on x86 (ggml_ops.RepackedMatMul: the repacked gemv)
 SHAPES = [
     ("q8_0", 262144, 640, 1, "output head"),
     ("q8_0", 256, 640, 9, "attn_v"),
@@ -182,12 +184,13 @@ SHAPES = [
     ("q4_k", 640, 2048, 9, "ffn_down"),
     ("q6_k", 640, 2048, 9, "ffn_down"),
 ]
+REPACKED = {"q4_k"}
 
 
 def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> int:
     """Each weight type's product alone, tiles on and off taking turns, exact mode; median ms."""
     from simul.decoding.backend.exactness import ALL_PARTS
-    from simul.decoding.backend.ggml_ops import MatMul, random_matrix
+    from simul.decoding.backend.ggml_ops import MatMul, RepackedMatMul, random_matrix
 
     g = _ggml()
     tiles = g.get_tile_cols()  # the library's default width ("tiles on")
@@ -196,7 +199,9 @@ def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> 
     cpu0, wall0 = time.process_time(), time.perf_counter()
     rows = []
     for type_name, n_rows, k, per_pass, what in SHAPES:
-        product = MatMul(g, type_name, random_matrix(n_rows, k, seed=1))
+        weights = random_matrix(n_rows, k, seed=1)
+        repacked = type_name in REPACKED and g.extra_buffer_type("CPU_REPACK") is not None
+        product = RepackedMatMul(g, type_name, weights) if repacked else MatMul(g, type_name, weights)
         columns = random_matrix(max(widths), k, seed=2)
         for n in widths:
             med = {}
@@ -211,16 +216,19 @@ def kernels(widths: list[int], repeats: int, threads: int, out: Path | None) -> 
                     "rows": n_rows,
                     "k": k,
                     "per_pass": per_pass,
+                    "repacked": repacked,
                     "n": n,
                     "tiles_ms": med[tiles],
                     "no_tiles_ms": med[0],
                 }
             )
             print(
-                f"{type_name:5} {what:12} {n_rows:7d}x{k:<5d} n={n:2d}  tiles {med[tiles]:8.3f} ms  "
+                f"{type_name + ('r' if repacked else ''):5} {what:12} {n_rows:7d}x{k:<5d} n={n:2d}  "
+                f"tiles {med[tiles]:8.3f} ms  "
                 f"without {med[0]:8.3f} ms  ratio {med[tiles] / med[0]:.3f}",
                 flush=True,
             )
+        product.close()
     g.set_tile_cols(tiles)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     load_after = os.getloadavg()

@@ -29,7 +29,10 @@ keeps one chain per (row, column) and tinyBLAS's 4 x n tiles were slow at small 
 one-column kernel's arithmetic (the same exact integer sums per block, the same scale product, the same FMA
 chain in block order and the same horizontal sum), so every result is bit-equal to ``vec_dot``'s
 (tests/test_tile_kernels.py); ``ggml_cpu_set_tile_cols(0)`` turns them off, for measuring
-(tools/exact_costs.py's ``-notiles`` modes and ``--kernels``).
+(tools/exact_costs.py's ``-notiles`` modes and ``--kernels``). With AVX-512 the model's K-quant layers have
+multi-column kernels too, on the same switch: the repacked Q4_K weights' gemv, which exact mode runs row by
+row, takes two rows or more at once (each super-block unpacked once for all of them), and Q6_K products of 2
+to 64 columns take a tile; each row keeps the one-row kernel's arithmetic, so these too are bit-equal.
 
 And FlashAttention is on: without it the attention's F16 matrix products go through tinyBLAS's float kernels
 and the softmax sums over every cell of the cache. The shared cache matters for speed: with a cache per

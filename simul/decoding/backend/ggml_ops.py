@@ -203,6 +203,9 @@ class MatMul:
         self.g.base.ggml_build_forward_expand(graph, out)
         return ctx, graph, out
 
+    def close(self) -> None:
+        """Nothing to free (each run's context is its own); as RepackedMatMul.close."""
+
     def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
         """``columns`` (n, k) floats -> out (n, n_rows): out[c] = weights @ columns[c], as ggml has it."""
         return self.times(columns, threads, repeats=1)[0]
@@ -265,6 +268,10 @@ class RepackedMatMul:
 
     def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
         """``columns`` (n, k) floats -> out (n, n_rows), as MatMul.run."""
+        return self.times(columns, threads, repeats=1)[0]
+
+    def times(self, columns: npt.NDArray[np.float32], threads: int, repeats: int) -> list[Product]:
+        """The product computed ``repeats`` times on one graph, as MatMul.times."""
         if not self._backend:
             raise RuntimeError("the product was closed")
         base = self.g.base
@@ -284,14 +291,17 @@ class RepackedMatMul:
                 raise MemoryError("could not allocate the product's activations")
             base.ggml_backend_tensor_set(b, x.ctypes.data, 0, x.nbytes)
             self.g.cpu.ggml_backend_cpu_set_n_threads(self._backend, threads)
-            t0 = time.perf_counter()
-            status = base.ggml_backend_graph_compute(self._backend, graph)
-            seconds = time.perf_counter() - t0
-            if status != 0:
-                raise RuntimeError(f"ggml_backend_graph_compute returned {status}")
-            values = np.empty((n, self.n_rows), dtype=np.float32)
-            base.ggml_backend_tensor_get(out, values.ctypes.data, 0, values.nbytes)
-            return Product(values, seconds)
+            results = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                status = base.ggml_backend_graph_compute(self._backend, graph)
+                seconds = time.perf_counter() - t0
+                if status != 0:
+                    raise RuntimeError(f"ggml_backend_graph_compute returned {status}")
+                values = np.empty((n, self.n_rows), dtype=np.float32)
+                base.ggml_backend_tensor_get(out, values.ctypes.data, 0, values.nbytes)
+                results.append(Product(values, seconds))
+            return results
         finally:
             if buffer:
                 base.ggml_backend_buffer_free(buffer)
