@@ -3,6 +3,7 @@
 # run under the exclusive lock (flock -x /tmp/simul-cpu.lock measure.sh). A: the previous wheel (a78f0f8's patch,
 # unzipped from the wheel cache into $PREV); B: the installed wheel (this patch).
 #   O=/tmp/s56/run1 STEPS="ab kernels probe tails parallel" measure.sh
+#   O=/tmp/s56/run3 STEPS="probe methods" measure.sh     (after the reference binary, docs/bench-runs/2026-11-29-tails-reference)
 cd /work/main
 O=${O:-/tmp/s56/run1}
 PREV=${PREV:-/tmp/s56/ov_prev}
@@ -35,6 +36,12 @@ for s in $STEPS; do
       /usr/bin/time -v .venv/bin/simul bench --streams /tmp/s54/en-de.jsonl --limit 100 --threads 2 --no-cd \
         --method "ssbd --beta 0.2 --tail-draft lookup" --method "ssbd --beta 0.2 --tail-draft ngram-cache" \
         --out $O/t100 --json -q > $O/tails100.json 2> $O/tails100.time ;;
+    methods)
+      rm -rf $O/m100
+      /usr/bin/time -v .venv/bin/simul bench --streams /tmp/s54/en-de.jsonl --limit 100 --threads 2 \
+        --method lookup --method ngram-cache \
+        --method "ssbd --beta 0.2 --tail-draft lookup" --method "ssbd --beta 0.2 --tail-draft ngram-cache" \
+        --out $O/m100 --json -q > $O/methods100.json 2> $O/methods100.time ;;
     parallel)
       rm -rf $O/b1 $O/b8
       /usr/bin/time -v .venv/bin/simul bench --streams /tmp/s54/en-de.jsonl --limit 100 --threads 2 --no-cd --parallel 8 \

@@ -5,10 +5,13 @@
 #   BUILD=stock ./reference.sh   the binary as built (llama.cpp's stock arithmetic); files n32_ref_*, n32_simul_*
 #   BUILD=exact ./reference.sh   the binary rebuilt with simul's patch, run with GGML_CPU_EXACT=1;
 #                                files n32_refexact_*, n32_simulB_*
+#   TAG=_kq BUILD=exact ...      the same, files n32_refexact_kq_*, n32_simulB_kq_* (the rerun of 2026-11-29
+#                                19:2x UTC, binary and wheel with the K-quant kernels: docs/bench-runs/2026-11-29-kquants)
 N=${N:-32}
+TAG=${TAG:-}
 case "${BUILD:-stock}" in
-  stock) REF=ref; SIM=simul; ENV=(); LOG=cmpn.log; WHAT=ref ;;
-  exact) REF=refexact; SIM=simulB; ENV=(GGML_CPU_EXACT=1); LOG=cmpn_exact.log; WHAT="ref(exact)" ;;
+  stock) REF=ref$TAG; SIM=simul$TAG; ENV=(); LOG=cmpn$TAG.log; WHAT=ref ;;
+  exact) REF=refexact$TAG; SIM=simulB$TAG; ENV=(GGML_CPU_EXACT=1); LOG=cmpn_exact$TAG.log; WHAT="ref(exact)" ;;
   *) echo "BUILD is stock or exact" >&2; exit 2 ;;
 esac
 cd /tmp/ref
