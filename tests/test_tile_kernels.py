@@ -65,9 +65,10 @@ def ggml() -> Iterator[Ggml]:
 
 
 def _reference(
-    g: Ggml, product: MatMul, columns: npt.NDArray[np.float32], threads: int
+    g: Ggml, product: MatMul | RepackedMatMul, columns: npt.NDArray[np.float32], threads: int
 ) -> npt.NDArray[np.float32]:
-    """Each column alone through vec_dot: tiles off, so a one-column product takes the one-row kernel."""
+    """Each column alone, tiles off, so a one-column product takes the one-row kernel: vec_dot, or for
+    repacked weights the gemv (one column never takes the multi-column gemv either)."""
     g.set_tile_cols(0)
     try:
         return one_column_each(product, columns, threads)
@@ -167,17 +168,6 @@ def test_the_tile_width_switch_is_read_back(ggml: Ggml) -> None:
     assert ggml.tile_products() == before + (1 if ggml.tiles_built else 0)
 
 
-def _repacked_reference(
-    g: Ggml, product: RepackedMatMul, columns: npt.NDArray[np.float32], threads: int
-) -> npt.NDArray[np.float32]:
-    """Each column alone through the repacked gemv (one column never takes the multi-column form)."""
-    g.set_tile_cols(0)
-    try:
-        return one_column_each(product, columns, threads)
-    finally:
-        g.set_tile_cols(TILE_COLS)
-
-
 @pytest.mark.parametrize("mode", ["exact", "fast"])
 def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggml, mode: str) -> None:
     """Exact mode: every column of 1..64, 72 and 96 through the gemv, the multi-column one from 2 columns.
@@ -190,7 +180,7 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
     # 56 rows: 7 groups of 8 interleaved rows, split between the threads; rows of 1024: 4 super-blocks
     with RepackedMatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)) as product:
         columns = random_matrix(max(WIDTHS), 1024, seed=12, scale=(0.1, 3.0))
-        alone = _repacked_reference(ggml, product, columns, threads=2)
+        alone = _reference(ggml, product, columns, threads=2)
         assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
         # the repacked weights are really in use: the gemv's sums differ from vec_dot's in the last bits
         plain = MatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)).run(columns[:8], threads=2).out
