@@ -23,9 +23,9 @@ from __future__ import annotations
 import ctypes
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,43 @@ class Product:
 
     out: npt.NDArray[np.float32]
     seconds: float
+
+
+def _timed(
+    compute: Any, args: tuple[Any, ...], read: Callable[[], npt.NDArray[np.float32]], repeats: int
+) -> list[Product]:
+    """Run a built graph ``repeats`` times (``compute(*args)``, a ggml function that returns 0 on success) and
+    keep each run's result (``read()``) with the seconds the compute alone took."""
+    results = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        status = compute(*args)
+        seconds = time.perf_counter() - t0
+        if status != 0:
+            raise RuntimeError(f"{compute.__name__} returned {status}")
+        results.append(Product(read(), seconds))
+    return results
+
+
+class _Weights:
+    """What MatMul and RepackedMatMul share: ``run`` is ``times`` once; ``close`` frees what ``__init__``
+    allocated outside Python (nothing, unless a subclass says otherwise); usable as a context manager."""
+
+    def times(self, columns: npt.NDArray[np.float32], threads: int, repeats: int) -> list[Product]:
+        raise NotImplementedError
+
+    def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
+        """``columns`` (n, k) floats -> out (n, n_rows): out[c] = weights @ columns[c], as ggml has it."""
+        return self.times(columns, threads, repeats=1)[0]
+
+    def close(self) -> None:
+        """Nothing to free here (each product's context is its own)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Ggml:
@@ -164,7 +201,7 @@ class Ggml:
         )
 
 
-class MatMul:
+class MatMul(_Weights):
     """A weight matrix of one ggml type, ready to be multiplied with columns of activations.
 
     ``weights`` is (n_rows, k) floats; ggml stores it as k-long rows of ``type_name`` blocks. Each ``run``
@@ -203,33 +240,21 @@ class MatMul:
         self.g.base.ggml_build_forward_expand(graph, out)
         return ctx, graph, out
 
-    def close(self) -> None:
-        """Nothing to free (each run's context is its own); as RepackedMatMul.close."""
-
-    def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
-        """``columns`` (n, k) floats -> out (n, n_rows): out[c] = weights @ columns[c], as ggml has it."""
-        return self.times(columns, threads, repeats=1)[0]
-
     def times(self, columns: npt.NDArray[np.float32], threads: int, repeats: int) -> list[Product]:
         ctx, graph, out = self._graph(columns)
+        n = int(np.shape(columns)[0])
+
+        def read() -> npt.NDArray[np.float32]:
+            buf = (ctypes.c_float * (n * self.n_rows)).from_address(self.g.base.ggml_get_data(out))
+            return np.frombuffer(memoryview(buf), dtype=np.float32).reshape(n, self.n_rows).copy()
+
         try:
-            results = []
-            n = int(np.shape(columns)[0])
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                status = self.g.cpu.ggml_graph_compute_with_ctx(ctx, graph, threads)
-                seconds = time.perf_counter() - t0
-                if status != 0:
-                    raise RuntimeError(f"ggml_graph_compute_with_ctx returned {status}")
-                buf = (ctypes.c_float * (n * self.n_rows)).from_address(self.g.base.ggml_get_data(out))
-                values = np.frombuffer(memoryview(buf), dtype=np.float32).reshape(n, self.n_rows).copy()
-                results.append(Product(values, seconds))
-            return results
+            return _timed(self.g.cpu.ggml_graph_compute_with_ctx, (ctx, graph, threads), read, repeats)
         finally:
             self.g.base.ggml_free(ctx)
 
 
-class RepackedMatMul:
+class RepackedMatMul(_Weights):
     """A weight matrix in ggml's CPU_REPACK buffer, which interleaves it for the repacked gemv/gemm kernels
     (repack.cpp) when its type and shape have them (Q4_K: rows a multiple of 8), as llama.cpp holds a model's
     weights. Products run on a CPU backend (``ggml_backend_graph_compute``), the weights repacked once."""
@@ -254,21 +279,12 @@ class RepackedMatMul:
         self._backend = ggml.cpu.ggml_backend_cpu_init()
 
     def close(self) -> None:
+        """Free the backend, the repacked weights and their context (once)."""
         if self._backend:
             self.g.base.ggml_backend_free(self._backend)
             self.g.base.ggml_backend_buffer_free(self._buffer)
             self.g.base.ggml_free(self._ctx)
             self._backend = None
-
-    def __enter__(self) -> RepackedMatMul:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def run(self, columns: npt.NDArray[np.float32], threads: int = 1) -> Product:
-        """``columns`` (n, k) floats -> out (n, n_rows), as MatMul.run."""
-        return self.times(columns, threads, repeats=1)[0]
 
     def times(self, columns: npt.NDArray[np.float32], threads: int, repeats: int) -> list[Product]:
         """The product computed ``repeats`` times on one graph, as MatMul.times."""
@@ -291,17 +307,13 @@ class RepackedMatMul:
                 raise MemoryError("could not allocate the product's activations")
             base.ggml_backend_tensor_set(b, x.ctypes.data, 0, x.nbytes)
             self.g.cpu.ggml_backend_cpu_set_n_threads(self._backend, threads)
-            results = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                status = base.ggml_backend_graph_compute(self._backend, graph)
-                seconds = time.perf_counter() - t0
-                if status != 0:
-                    raise RuntimeError(f"ggml_backend_graph_compute returned {status}")
+
+            def read() -> npt.NDArray[np.float32]:
                 values = np.empty((n, self.n_rows), dtype=np.float32)
                 base.ggml_backend_tensor_get(out, values.ctypes.data, 0, values.nbytes)
-                results.append(Product(values, seconds))
-            return results
+                return values
+
+            return _timed(base.ggml_backend_graph_compute, (self._backend, graph), read, repeats)
         finally:
             if buffer:
                 base.ggml_backend_buffer_free(buffer)
@@ -309,7 +321,7 @@ class RepackedMatMul:
 
 
 def one_column_each(
-    product: MatMul | RepackedMatMul, columns: npt.NDArray[np.float32], threads: int = 1
+    product: _Weights, columns: npt.NDArray[np.float32], threads: int = 1
 ) -> npt.NDArray[np.float32]:
     """Every column alone, a one-column product each: the reference a wide product's columns must equal."""
     return np.stack([product.run(columns[c : c + 1], threads).out[0] for c in range(columns.shape[0])])
