@@ -117,15 +117,23 @@ def _tiled_widths(g: Ggml, type_name: str, mode: str) -> list[int]:
     return []
 
 
-@pytest.mark.parametrize(("type_name", "k"), [("q5_0", 640), ("q8_0", 640), ("q6_k", 1024)])
-def test_the_tiles_do_not_depend_on_the_thread_count(ggml: Ggml, type_name: str, k: int) -> None:
-    """Threads split a product by weight rows (16 at a time), so a tile's rows move between threads: the
-    results must not."""
+@pytest.mark.parametrize(
+    ("type_name", "k", "repacked"),
+    [("q5_0", 640, False), ("q8_0", 640, False), ("q6_k", 1024, False), ("q4_k", 1024, True)],
+)
+def test_the_tiles_do_not_depend_on_the_thread_count(
+    ggml: Ggml, type_name: str, k: int, repacked: bool
+) -> None:
+    """Threads split a product by weight rows (16 at a time; repacked Q4_K in groups of 8), so a tile's rows
+    move between threads: the results must not."""
+    if repacked and ggml.extra_buffer_type("CPU_REPACK") is None:
+        pytest.skip("no CPU_REPACK buffer type in this build")
     ggml.set_exact(exactness.ALL_PARTS)
     ggml.set_tile_cols(TILE_COLS)
-    product = MatMul(ggml, type_name, random_matrix(200, k, seed=3))
-    columns = random_matrix(7, k, seed=4)
-    outs = [product.run(columns, threads=t).out.tobytes() for t in (1, 2, 3)]
+    kind = RepackedMatMul if repacked else MatMul
+    with kind(ggml, type_name, random_matrix(200, k, seed=3)) as product:
+        columns = random_matrix(7, k, seed=4)
+        outs = [product.run(columns, threads=t).out.tobytes() for t in (1, 2, 3)]
     assert outs[0] == outs[1] == outs[2]
 
 
@@ -199,14 +207,3 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
         built = ggml.tiles_built and ggml.has_avx512
         want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= 2] if built else []
         assert multi == want, multi
-
-
-def test_the_repacked_q4_k_product_does_not_depend_on_the_thread_count(ggml: Ggml) -> None:
-    if ggml.extra_buffer_type("CPU_REPACK") is None:
-        pytest.skip("no CPU_REPACK buffer type in this build")
-    ggml.set_exact(exactness.ALL_PARTS)
-    ggml.set_tile_cols(TILE_COLS)
-    with RepackedMatMul(ggml, "q4_k", random_matrix(200, 1024, seed=13)) as product:
-        columns = random_matrix(7, 1024, seed=14)
-        outs = [product.run(columns, threads=t).out.tobytes() for t in (1, 2, 3)]
-    assert outs[0] == outs[1] == outs[2]
