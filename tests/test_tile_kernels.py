@@ -19,7 +19,7 @@ that gemv a multi-column form; the repacked products below (``RepackedMatMul``) 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -76,6 +76,27 @@ def _reference(
         g.set_tile_cols(TILE_COLS)
 
 
+def _every_width(
+    g: Ggml,
+    product: MatMul | RepackedMatMul,
+    columns: npt.NDArray[np.float32],
+    alone: npt.NDArray[np.float32],
+    compared_from: Callable[[int], int] = lambda n: 0,
+) -> tuple[dict[int, list[int]], list[int]]:
+    """Each width's product of the first n columns against the columns alone: the widths with columns
+    (from ``compared_from(n)`` on) unlike their one-column product, and the widths the tile kernels took."""
+    unequal, tiled = {}, []
+    for n in WIDTHS:
+        before = g.tile_products()
+        wide = product.run(columns[:n], threads=2).out
+        if g.tile_products() > before:
+            tiled.append(n)
+        differ = [c for c in range(compared_from(n), n) if wide[c].tobytes() != alone[c].tobytes()]
+        if differ:
+            unequal[n] = differ
+    return unequal, tiled
+
+
 @pytest.mark.parametrize("mode", ["exact", "fast"])
 @pytest.mark.parametrize(("type_name", "k"), TYPES, ids=[f"{t}-{k}" for t, k in TYPES])
 def test_every_column_of_a_wide_product_equals_the_column_alone(
@@ -91,15 +112,7 @@ def test_every_column_of_a_wide_product_equals_the_column_alone(
     columns = random_matrix(max(WIDTHS), k, seed=2, scale=(0.1, 3.0))
     alone = _reference(ggml, product, columns, threads=2)
     assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
-    unequal, tiled = {}, []
-    for n in WIDTHS:
-        before = ggml.tile_products()
-        wide = product.run(columns[:n], threads=2).out
-        if ggml.tile_products() > before:
-            tiled.append(n)
-        differ = [c for c in range(n) if wide[c].tobytes() != alone[c].tobytes()]
-        if differ:
-            unequal[n] = differ
+    unequal, tiled = _every_width(ggml, product, columns, alone)
     assert not unequal, f"{type_name} ({mode}): columns unlike their one-column product at widths {unequal}"
     # and the widths compared are the ones the tile kernels took (the others took the kernels before them)
     assert tiled == _tiled_widths(ggml, type_name, mode), tiled
@@ -193,16 +206,8 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
         # the repacked weights are really in use: the gemv's sums differ from vec_dot's in the last bits
         plain = MatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)).run(columns[:8], threads=2).out
         assert np.allclose(plain, alone[:8], rtol=1e-4, atol=1e-3) and plain.tobytes() != alone[:8].tobytes()
-        unequal, multi = {}, []
-        for n in WIDTHS:
-            before = ggml.tile_products()
-            wide = product.run(columns[:n], threads=2).out
-            if ggml.tile_products() > before:
-                multi.append(n)
-            gemv_from = 0 if mode == "exact" else n - n % 4
-            differ = [c for c in range(gemv_from, n) if wide[c].tobytes() != alone[c].tobytes()]
-            if differ:
-                unequal[n] = differ
+        gemv_from = (lambda n: 0) if mode == "exact" else (lambda n: n - n % 4)
+        unequal, multi = _every_width(ggml, product, columns, alone, gemv_from)
         assert not unequal, f"q4_k repacked ({mode}): columns unlike their gemv alone at widths {unequal}"
         built = ggml.tiles_built and ggml.has_avx512
         want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= 2] if built else []
