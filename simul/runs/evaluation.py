@@ -18,6 +18,7 @@ from simul.decoding.draft_model import attach_draft
 from simul.decoding.engine import Engine, EngineSettings, engine_record
 from simul.decoding.methods.plugins import PluginFailed, check_plugins, plugin_records
 from simul.decoding.records import StepRecord, StreamResult
+from simul.decoding.rollback import check_rollback
 from simul.machine import clock, openmp
 from simul.machine.cpu_usage import CpuMeter
 from simul.machine.environment import environment, now
@@ -232,6 +233,7 @@ def _evaluate(
     own_engine = engine is None
     engine = engine or Engine(request.engine)
     try:
+        check_memory(request.methods, engine)
         try:
             engine.preflight(streams)
         except ContextOverflowError as exc:
@@ -245,6 +247,16 @@ def _evaluate(
         if own_engine:
             engine.close()
     return _score_run(request, decoding, ne_tok, comet, comet_reason, on_comet_loading)
+
+
+def check_memory(methods: list[Method], engine: Engine) -> None:
+    """Refuse the methods that roll back on a model (or draft model) whose memory cannot (simul.decoding.
+    rollback), before any stream is decoded."""
+    info = engine.backend.info
+    check_rollback(methods, info.memory, info.architecture, engine.model_path.name)
+    if engine.draft is not None:
+        draft = engine.draft.backend.info
+        check_rollback(methods, draft.memory, draft.architecture, f"the draft model {engine.draft.path.name}")
 
 
 def _required_comet(request: EvalRequest) -> tuple[CometLike | None, str | None]:

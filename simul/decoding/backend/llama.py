@@ -104,6 +104,19 @@ class ModelInfo:
     chat_template: str | None
     bos_token: str
     eos_token: str
+    # what the model keeps between tokens: "attention" (a KV cache, truncated exactly at any position),
+    # "recurrent" (one state per sequence: Mamba, RWKV) or "hybrid" (both: Jamba, the gated-delta-net
+    # Qwen3.5/3-Next family); llama.cpp cannot drop the last positions of a recurrent state
+    memory: str = "attention"
+
+
+def memory_kind(lib: object, model: object) -> str:
+    """ "recurrent", "hybrid" or "attention", as llama.cpp classes the loaded model's architecture."""
+    if bool(getattr(lib, "llama_model_is_hybrid", lambda _m: False)(model)):
+        return "hybrid"
+    if bool(getattr(lib, "llama_model_is_recurrent", lambda _m: False)(model)):
+        return "recurrent"
+    return "attention"
 
 
 class LlamaBackend:
@@ -191,6 +204,7 @@ class LlamaBackend:
             chat_template=self._chat_template(),
             bos_token=self._special_text(lib.llama_vocab_bos(self._vocab)),  # type: ignore[attr-defined]
             eos_token=self._special_text(lib.llama_vocab_eos(self._vocab)),  # type: ignore[attr-defined]
+            memory=memory_kind(lib, model),
         )
 
     # -- the context ----------------------------------------------------------------------------------------
