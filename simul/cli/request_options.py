@@ -35,6 +35,7 @@ from simul.decoding.stream import MAX_LEN_RATIO, MAX_LEN_SLACK
 from simul.metrics.comet import DEFAULT_COMET_MODEL, NO_COMET
 from simul.metrics.scoring import DEFAULT_RESEGMENT
 from simul.request.methods import Method
+from simul.request.model_catalog import resolve_model_option
 from simul.request.templates import TEMPLATE_NAMES
 from simul.runs.evaluation import EvalRequest
 
@@ -56,7 +57,12 @@ class RequestOptions:
     ] = None
     limit: Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N streams.")] = None
     model: Annotated[
-        Path | None, typer.Option("--model", help="A GGUF model. Default: the embedded gemma-3-270m.")
+        Path | None,
+        typer.Option(
+            "--model",
+            help="A GGUF model file, or a model name (`simul models list`: qwen2.5-coder-1.5b, "
+            "qwen2.5-coder-0.5b, gemma-3-270m). Default: the embedded gemma-3-270m.",
+        ),
     ] = None
     template: Annotated[TemplateName, typer.Option("--template", help="Prompt template.")] = "auto"
     threads: Annotated[
@@ -152,7 +158,8 @@ class RequestOptions:
         Path | None,
         typer.Option(
             "--draft-model",
-            help="A draft model (GGUF) with the model's vocabulary, loaded beside it for --method spec.",
+            help="A draft model (a GGUF file or a model name, as --model) with the model's vocabulary, "
+            "loaded beside it for --method spec.",
         ),
     ] = None
     draft_layers: Annotated[
@@ -199,7 +206,7 @@ class RequestOptions:
     def engine(self) -> EngineSettings:
         """The engine settings, checked before anything is loaded (usage errors)."""
         return engine_settings(
-            self.model,
+            resolve_model_option(self.model),
             self.template,
             self.n_ctx,
             self.threads,
@@ -233,7 +240,11 @@ class RequestOptions:
                 )
             return None
         settings = DraftSettings(
-            self.draft_model, self.draft_layers, self.draft_threads, self.draft_n_ctx, self.draft_n_gpu_layers
+            resolve_model_option(self.draft_model, "--draft-model"),
+            self.draft_layers,
+            self.draft_threads,
+            self.draft_n_ctx,
+            self.draft_n_gpu_layers,
         )
         settings.check()
         return settings

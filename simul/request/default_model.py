@@ -59,10 +59,11 @@ def default_model_path() -> Path:
 
 
 def is_default_model(path: Path) -> bool:
-    return path.name == _package().MODEL_NAME if _has_package() else False
+    return path.name == _package().MODEL_NAME if default_model_available() else False
 
 
-def _has_package() -> bool:
+def default_model_available() -> bool:
+    """Whether the default model's package is installed (its file may still have to be assembled)."""
     try:
         _package()
     except SimulError:
