@@ -15,6 +15,10 @@ widths such as 5, 7 and 13 leave 1-7 columns in the last tile (at odd widths one
 The model's Q4_K weights are not multiplied by ``vec_dot``: llama.cpp repacks them (8 rows interleaved) and
 multiplies them by ``ggml_gemv_q4_K_8x8_q8_K``, column by column in exact mode. With AVX-512 the patch gives
 that gemv a multi-column form; the repacked products below (``RepackedMatMul``) hold it to the gemv alone.
+
+The named models' weight types (Qwen2.5-Coder 1.5B: Q4_K and Q6_K at rows of 1536 and 8960; 0.5B: Q5_0 and
+Q8_0 at 896, Q4_K and Q6_K at 4864) are checked the same way at their own row lengths, in exact mode; on
+this code, fast mode's wide Q4_K and Q6_K products differ from the one-column ones from 4 and 8 columns.
 """
 
 from __future__ import annotations
@@ -212,3 +216,58 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
         built = ggml.tiles_built and ggml.has_avx512
         want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= 2] if built else []
         assert multi == want, multi
+
+
+#: (named model, weight type, row length) of every matrix the named models multiply (simul models list);
+#: their Q4_K weights are repacked by llama.cpp, as RepackedMatMul holds them
+NAMED_MODEL_TYPES = [
+    ("qwen2.5-coder-1.5b", "q4_k", 1536),
+    ("qwen2.5-coder-1.5b", "q4_k", 8960),
+    ("qwen2.5-coder-1.5b", "q6_k", 1536),
+    ("qwen2.5-coder-1.5b", "q6_k", 8960),
+    ("qwen2.5-coder-0.5b", "q4_k", 4864),
+    ("qwen2.5-coder-0.5b", "q5_0", 896),
+    ("qwen2.5-coder-0.5b", "q6_k", 4864),
+    ("qwen2.5-coder-0.5b", "q8_0", 896),
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "type_name", "k"), NAMED_MODEL_TYPES, ids=[f"{m}-{t}-{k}" for m, t, k in NAMED_MODEL_TYPES]
+)
+def test_every_weight_type_of_the_named_models_is_exact_at_every_width(
+    ggml: Ggml, model: str, type_name: str, k: int
+) -> None:
+    """In exact mode, every column of a product of 1..64, 72 or 96 columns of the named models' weight types
+    at their own row lengths equals the column alone (repacked Q4_K: its gemv alone)."""
+    repacked = type_name == "q4_k"
+    if repacked and ggml.extra_buffer_type("CPU_REPACK") is None:
+        pytest.skip("no CPU_REPACK buffer type in this build")
+    ggml.set_exact(exactness.ALL_PARTS)
+    ggml.set_tile_cols(TILE_COLS)
+    kind = RepackedMatMul if repacked else MatMul
+    # 24 rows: three groups of 8 interleaved rows (repacked Q4_K), one 16-row block and part of the next
+    with kind(ggml, type_name, random_matrix(24, k, seed=21)) as product:
+        columns = random_matrix(max(WIDTHS), k, seed=22, scale=(0.1, 3.0))
+        alone = _reference(ggml, product, columns, threads=2)
+        assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
+        unequal, _ = _every_width(ggml, product, columns, alone)
+    assert not unequal, f"{model} {type_name} x {k}: columns unlike their one-column product at {unequal}"
+
+
+def test_the_named_models_hold_exactly_the_types_tested() -> None:
+    """The list above against the installed models' own GGUF files (each model skipped when not installed)."""
+    import gguf
+
+    from simul.request import model_catalog as catalog
+
+    checked = 0
+    for model in catalog.CATALOG:
+        if not catalog.availability(model).installed:
+            continue
+        reader = gguf.GGUFReader(catalog.resolve(model))
+        held = {(t.tensor_type.name.lower(), int(t.shape[0])) for t in reader.tensors if len(t.shape) >= 2}
+        assert held == {(t, k) for m, t, k in NAMED_MODEL_TYPES if m == model.name}, model.name
+        checked += 1
+    if not checked:
+        pytest.skip("no named model is installed (simul models list)")
