@@ -7,18 +7,20 @@ in one product, and every column is compared, bit for bit, with the same column 
 since 2026-11-29; 32 before) take the tile kernels (arch/x86/quants.c): with AVX-512, from three columns,
 packed tiles of 4 rows by 8 columns (the columns packed once per product, in groups of 8); the other types and
 the wider products take the kernels exact mode allows (tinyBLAS for quantized weights, vec_dot for float ones,
-no tiled K-quant matmul). With AVX-512, in exact mode, the Q6_K products of 2 to 64 columns take a tile too
-(up to 4 rows, one at a time, by up to 4 columns, two columns to a 512-bit register, each super-block unpacked
-once for all of them). The weights have 45 rows, so the tiles at the end of a 16-row block are 1 row high;
-widths such as 5, 7 and 13 leave 1-7 columns in the last tile (at odd widths one column alone in a pair).
+no tiled K-quant matmul). In exact mode the Q6_K products of 2 to 64 columns take a tile too (up to 4 rows,
+one at a time, by up to 4 columns, each super-block unpacked once for all of them: two columns to a 512-bit
+register with AVX-512, one to a 256-bit register with AVX2 alone). The weights have 45 rows, so the tiles at
+the end of a 16-row block are 1 row high; widths such as 5, 7 and 13 leave 1-7 columns in the last tile (at
+odd widths one column alone in a pair).
 
 The model's Q4_K weights are not multiplied by ``vec_dot``: llama.cpp repacks them (8 rows interleaved) and
-multiplies them by ``ggml_gemv_q4_K_8x8_q8_K``, column by column in exact mode. With AVX-512 the patch gives
-that gemv a multi-column form; the repacked products below (``RepackedMatMul``) hold it to the gemv alone.
+multiplies them by ``ggml_gemv_q4_K_8x8_q8_K``, column by column in exact mode. The patch gives that gemv a
+multi-column form (two columns to a 512-bit register with AVX-512, one to a 256-bit register with AVX2); the
+repacked products below (``RepackedMatMul``) hold it to the gemv alone.
 
 The named models' weight types (Qwen2.5-Coder 1.5B: Q4_K and Q6_K at rows of 1536 and 8960; 0.5B: Q5_0 and
-Q8_0 at 896, Q4_K and Q6_K at 4864) are checked the same way at their own row lengths, in exact mode; on
-this code, fast mode's wide Q4_K and Q6_K products differ from the one-column ones from 4 and 8 columns.
+Q8_0 at 896, Q4_K and Q6_K at 4864) are checked the same way at their own row lengths, in exact mode; on this
+code, fast mode's wide Q4_K and Q6_K products differ from the one-column ones from 4 and 8 columns.
 """
 
 from __future__ import annotations
@@ -123,13 +125,13 @@ def test_every_column_of_a_wide_product_equals_the_column_alone(
 
 
 def _tiled_widths(g: Ggml, type_name: str, mode: str) -> list[int]:
-    """The widths whose products the tile kernels take: Q8_0 and Q5_0 up to the tile width; with AVX-512,
-    in exact mode, Q6_K from 2 columns (in fast mode llama.cpp's tiled K-quant matmul takes it from 8)."""
+    """The widths whose products the tile kernels take: Q8_0 and Q5_0 up to the tile width; in exact mode,
+    Q6_K from 2 columns (in fast mode llama.cpp's tiled K-quant matmul takes it from 8)."""
     if not g.tiles_built:
         return []
     if type_name in TILED:
         return [n for n in WIDTHS if n <= TILE_COLS]
-    if type_name == "q6_k" and g.has_avx512 and mode == "exact":
+    if type_name == "q6_k" and mode == "exact":
         return [n for n in WIDTHS if 2 <= n <= TILE_COLS]
     return []
 
@@ -213,7 +215,7 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
         gemv_from = (lambda n: 0) if mode == "exact" else (lambda n: n - n % 4)
         unequal, multi = _every_width(ggml, product, columns, alone, gemv_from)
         assert not unequal, f"q4_k repacked ({mode}): columns unlike their gemv alone at widths {unequal}"
-        built = ggml.tiles_built and ggml.has_avx512
+        built = ggml.tiles_built  # AVX2: one column to a 256-bit register; AVX-512: two to a 512-bit one
         want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= 2] if built else []
         assert multi == want, multi
 
