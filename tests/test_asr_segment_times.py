@@ -20,7 +20,9 @@ from simul.common.errors import SimulError
 from simul.streams.asr.audio import SAMPLE_RATE, write_wav
 from simul.streams.asr.segment_times import derive_segment_times
 from simul.streams.asr.talk import talk_segments
-from simul.streams.format import read_streams
+from simul.streams.format import Segment as StreamSegment
+from simul.streams.format import Step, Stream, read_streams
+from simul.streams.references import segment_times_caption, segment_times_summary
 from simul.streams.segments import Segment
 from tests.helpers import eval_args
 
@@ -255,3 +257,81 @@ def test_a_first_word_timed_into_the_pause_before_it_is_left_out() -> None:
     derived = derive_segment_times(segments, words, times, 21_000.0, "test")
     assert [s.offset_ms for s in derived.segments] == [14160.0, 18420.0]
     assert derived.placed_words == 8 and derived.matched_words == 6  # "task oriented": two words on one
+
+
+def test_an_empty_source_transcript_is_refused(
+    tmp_path: Path, tone: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty --source gave a talk without reference segments, silently (the lines of --source are the
+    reference segmentation); it is refused, as `simul streams asr --partials` refuses it."""
+
+    def no_model(*args: object) -> None:
+        raise AssertionError("the recognizer was loaded")
+
+    monkeypatch.setattr("simul.streams.asr.recognizer.load_recognizer", no_model)
+    empty = tmp_path / "t.en"
+    empty.write_text("", encoding="utf-8")
+    code, out = _asr(tmp_path, "--audio", str(tone), "--longform", "--source", str(empty))
+    assert code == 1 and f"source transcript {empty} is empty" in out and "one line per reference" in out, out
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_the_summary_line_shows_the_data_set_name_without_obeying_it(
+    tmp_path: Path, tone: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--name is the user's text, and the line that says what was written printed it raw: a terminal escape
+    in it reached the terminal."""
+    from simul.common.safe_text import has_unsafe
+    from tests.test_asr_online import FakeClock, clock_audio, scripted_words
+
+    clock = FakeClock()
+    words = scripted_words(6.0)
+    monkeypatch.setattr("simul.streams.asr.talk.read_audio", lambda path: clock_audio(6.0))
+    monkeypatch.setattr("simul.streams.asr.talk.speech_mask", lambda samples: np.ones(300, dtype=bool))
+    monkeypatch.setattr(
+        "simul.streams.asr.recognizer.load_recognizer", lambda model, options: _StandIn(words, clock)
+    )
+    code, out = _asr(tmp_path, "--audio", str(tone), "--longform", "--name", "talk\x1b]0;pwned\x07")
+    assert code == 0, out
+    assert not has_unsafe(out) and "talk\\x1b]0;pwned\\x07 en->de" in out, out
+
+
+def _talk(record: Any) -> Stream:
+    steps = (Step("Hello there.", final=True, time_ms=900.0),)
+    segments = (StreamSegment(("Hallo.",), "Hello there.", 0.0, 900.0),)
+    return Stream.talk("t", "en", "de", steps, segments, 1000.0, {"segment_times": record})
+
+
+def test_a_damaged_segment_time_record_is_read_without_a_traceback() -> None:
+    """provenance is free-form: `simul score` (and eval, ingest) read the record of every talk back, and a
+    count that was not a number was an int() traceback. Such a count is not added; a record counts as
+    derived only when its ``derived`` is true."""
+    good = {
+        "derived": True,
+        "method": "m",
+        "source_words": 10,
+        "matched_words": 8,
+        "interpolated_segments": 1,
+    }
+    damaged = [
+        {**good, "source_words": "10", "matched_words": None, "interpolated_segments": 1e400},
+        {
+            **good,
+            "source_words": [3],
+            "matched_words": -4,
+            "interpolated_segments": 2**60,
+            "method": {"x": 1},
+        },
+        {**good, "source_words": True, "matched_words": 2.5},
+    ]
+    summary = segment_times_summary([_talk(good), *(_talk(r) for r in damaged)])
+    assert summary == {
+        "derived_talks": 4,
+        "talks": 4,
+        "method": "m",
+        "source_words": 10,
+        "matched_words": 8,
+        "interpolated_segments": 2,
+    }
+    assert segment_times_caption(summary) is not None
+    assert segment_times_summary([_talk({**good, "derived": "yes"}), _talk("derived")]) is None

@@ -274,3 +274,66 @@ def test_two_systems_with_the_same_score_are_not_called_different() -> None:
     same = [0.4, 0.6, 0.8]
     result = rank_bootstrap(segment_mean_scores(same), segment_mean_scores(same), samples=100)
     assert result.p == 1.0 and result.delta == 0.0 and result.delta_low == result.delta_high == 0.0
+
+
+def test_a_run_json_with_devices_that_are_not_a_list_is_ranked_on_its_cpu(
+    base_run: Path, tmp_path: Path
+) -> None:
+    """The hardware beside a system comes from run.json's environment, which a hand edit or another tool may
+    have filled with anything: a device list that is not a list was a TypeError (a traceback)."""
+    run_dir = system(base_run, tmp_path, "devices", 1500.0, 40.0)
+    on_cpu = rank([run_dir], samples=0).groups[0].bands[0].systems[0].hardware
+    assert on_cpu.endswith("2 threads")
+    for devices in (5, "GPU", {"type": "GPU"}, None, [3, "x"]):
+
+        def change(run: dict[str, Any], devices: Any = devices) -> None:
+            run["environment"]["hardware"]["devices"] = devices
+
+        _edit(run_dir, change)
+        [group] = rank([run_dir], samples=0).groups
+        assert group.bands[0].systems[0].hardware == on_cpu, devices
+
+
+def test_a_nan_or_infinite_figure_is_no_figure(base_run: Path, tmp_path: Path) -> None:
+    """run.json is read with its NaN and Infinity: such a figure ranks nowhere (it was sorted as a number, put
+    in the band over 4 s, and printed as NaN, which is not JSON)."""
+    good = system(base_run, tmp_path, "good", 1500.0, 40.0)
+    nan = system(base_run, tmp_path, "nan", 1500.0, 45.0)
+    slow = system(base_run, tmp_path, "slow", 1500.0, 30.0)
+
+    def no_chrf(run: dict[str, Any]) -> None:
+        run["methods"][0]["metrics"]["chrf"] = float("nan")
+
+    def no_yaal(run: dict[str, Any]) -> None:
+        run["methods"][0]["metrics"]["yaal"] = float("inf")
+
+    _edit(nan, no_chrf)
+    _edit(slow, no_yaal)
+    [group] = rank([good, nan, slow], samples=0).groups
+    assert [(s.name, why) for s, why in group.unranked] == [("nan/RT", "no chrf figure")]
+    bands = {b.band: [s.name for s in b.systems] for b in group.bands}
+    assert bands == {"low": ["good/RT"], None: ["slow/RT"]}
+    assert group.bands[-1].systems[0].band.why_none == "no yaal (no displayed unit could be timed)"
+    result = runner.invoke(app, ["rank", str(good), str(nan), str(slow), "--json", "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} printed")
+
+    data = json.loads(result.stdout, parse_constant=refuse)
+    assert data["groups"][0]["unranked"][0]["metrics"]["chrf"] is None
+
+
+def test_a_malformed_run_json_is_an_error_naming_its_line(base_run: Path, tmp_path: Path) -> None:
+    """run.json is written indented, over many lines: the error says which line, not only the column."""
+    run_dir = tmp_path / "broken"
+    shutil.copytree(base_run, run_dir)
+    path = run_dir / "run.json"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    k = next(k for k, line in enumerate(lines) if k > 1 and line.endswith(","))
+    lines[k] = lines[k].removesuffix(",")  # a comma lost: json notices on the next line
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["rank", str(run_dir)])
+    assert result.exit_code == 1
+    message = " ".join(result.output.split())
+    assert f"{path} is not readable JSON" in message and f"at line {k + 2}, column" in message, message

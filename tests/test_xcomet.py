@@ -7,6 +7,7 @@ check before loading; and a fake out-of-memory kill of the child (simul.testing.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
+from simul.common.errors import SimulError
 from simul.machine.memory import GIB, MemoryReading
 from simul.metrics import comet_model
 from simul.metrics.comet import load_comet
@@ -240,6 +242,39 @@ def test_a_damaged_span_file_is_an_error_naming_the_line(tmp_path: Path) -> None
     (tmp_path / ERROR_SPANS_FILE).write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     with pytest.raises(Exception, match=r"error_spans.jsonl:2: .*offsets 1-9 are outside its hypothesis"):
         read_error_spans(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # `simul show` printed the score with float(): a traceback on text, a list or an object
+        ({"xcomet": ""}, "field 'xcomet' must be a finite number or null"),
+        ({"xcomet": [0.5]}, "field 'xcomet' must be a finite number or null"),
+        ({"xcomet": 1e400}, "field 'xcomet' must be a finite number or null"),
+        (
+            {"spans": [{"start": 0, "end": True, "severity": "minor"}]},
+            "'start' and 'end' must be whole numbers",
+        ),
+    ],
+)
+def test_a_span_line_with_a_score_or_offset_of_the_wrong_type_is_an_error_naming_the_line(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    good = {"method": "rt", "stream": "s0", "segment": None, "hypothesis": "abc", "truncated": False}
+    lines = [
+        {**good, "spans": [], "xcomet": 0.5},
+        {**good, "spans": [], "xcomet": None},
+        {**good, "spans": []},
+    ]
+    lines.append({**good, "spans": [], "xcomet": 0.5, **change})
+    text = "".join(json.dumps(x) + "\n" for x in lines).replace("Infinity", "1e400")
+    (tmp_path / ERROR_SPANS_FILE).write_text(text, encoding="utf-8")
+    with pytest.raises(SimulError, match=rf"error_spans.jsonl:4: .*{re.escape(message)}.*simul score"):
+        read_error_spans(tmp_path)
+    (tmp_path / ERROR_SPANS_FILE).write_text(
+        "".join(json.dumps(x) + "\n" for x in lines[:3]), encoding="utf-8"
+    )
+    assert [line.get("xcomet") for line in read_error_spans(tmp_path)] == [0.5, None, None]
 
 
 # -- memory ----------------------------------------------------------------------------------------------

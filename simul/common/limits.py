@@ -170,8 +170,11 @@ def loads(text: str, where: str, allow_constants: bool = False) -> Any:
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
-    """``malformed JSON (<reason> at column N)``; some of json's reasons already end in "at"."""
-    return f"malformed JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
+    """``malformed JSON (<reason> at column N)``, or ``at line L, column N`` in a document of several lines
+    (run.json is written indented: the column alone does not find the mistake); some of json's reasons
+    already end in "at"."""
+    where = f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+    return f"malformed JSON ({exc.msg.removesuffix(' at')} at {where})"
 
 
 def json_problem(obj: Any) -> str | None:

@@ -29,6 +29,7 @@ Beside each system: StreamLAAL (long-form ``long_laal``; sentence-level: LAAL), 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,7 +175,9 @@ def hardware_of(run: Mapping[str, Any]) -> str:
         return str(given) if given else "not given (simul ingest --hardware)"
     env = run.get("environment", {})
     hardware = env.get("hardware") if isinstance(env.get("hardware"), dict) else {}
-    devices = [d for d in hardware.get("devices") or [] if isinstance(d, dict)]
+    # a hand-edited or foreign run.json may hold anything here: only a list of device objects is read
+    listed = hardware.get("devices")
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
     gpus = [str(d.get("description") or d.get("name")) for d in devices if d.get("type") not in (None, "CPU")]
     if gpus and hardware.get("offloaded_layers"):
         return ", ".join(gpus)
@@ -186,6 +189,13 @@ def hardware_of(run: Mapping[str, Any]) -> str:
 
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _finite(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's figures with NaN and infinite ones as missing (None): run.json may hold them (it is read
+    with its NaN and Infinity), but such a figure places a system in no band and in no order, and the
+    ranking's JSON could not carry it."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in metrics.items()}
 
 
 def systems_of(run_dir: Path) -> list[System]:
@@ -205,7 +215,7 @@ def systems_of(run_dir: Path) -> list[System]:
     out = []
     for method in run["methods"]:
         counts = method.get("counts") or {}
-        metrics = method.get("metrics") or {}
+        metrics = _finite(method.get("metrics") or {})
         longform = isinstance(counts.get("longform"), dict)
         label = str(method.get("label", method["key"]))
         name = label if isinstance(ingest, dict) else f"{run_dir.name}/{label}"
@@ -220,7 +230,7 @@ def systems_of(run_dir: Path) -> list[System]:
                 tgt=str(streams.get("tgt")),
                 metrics=metrics,
                 signatures=run.get("signatures") or {},
-                band=method_band(method),
+                band=method_band({**method, "metrics": metrics}),
                 stream_laal=_float(metrics.get("long_laal" if longform else "latency")),
                 ca_yaal=_float(metrics.get(METRICS["long_yaal" if longform else "yaal"].ca or "")),
                 latency_unit=str(

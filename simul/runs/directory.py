@@ -28,6 +28,7 @@ complete as complete. One process at a time writes a run directory: writers hold
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.files import os_error_message
 from simul.common.files import write_atomic as write_atomic
 from simul.common.hashing import sha256_file
-from simul.common.limits import STEPS, binary_lines, parse_json
+from simul.common.limits import STEPS, as_float, binary_lines, parse_json
 from simul.common.safe_text import excerpt
 from simul.decoding.records import StepRecord, StreamResult
 from simul.request.method_settings import EXTERNAL, METHOD_NAMES, PLUGIN
@@ -382,6 +383,9 @@ def _check_span_line(obj: Any) -> None:
         raise ValueError("field 'segment' must be a whole number >= 0 or null")
     if not isinstance(obj.get("truncated"), bool):
         raise ValueError("field 'truncated' must be true or false")
+    score = obj.get("xcomet")  # the segment's XCOMET score, which `simul show` prints beside its spans
+    if score is not None and not math.isfinite(as_float(score)):
+        raise ValueError("field 'xcomet' must be a finite number or null")
     spans = obj.get("spans")
     if not isinstance(spans, list):
         raise ValueError("field 'spans' must be a list")
@@ -390,7 +394,11 @@ def _check_span_line(obj: Any) -> None:
         if not isinstance(span, dict) or span.get("severity") not in SEVERITIES:
             raise ValueError(f"a span must be an object with a 'severity' of {', '.join(SEVERITIES)}")
         start, end = span.get("start"), span.get("end")
-        if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+        if (
+            not (isinstance(start, int) and isinstance(end, int))
+            or isinstance(start, bool)
+            or isinstance(end, bool)
+        ):
             raise ValueError("a span's 'start' and 'end' must be whole numbers")
         if not 0 <= start <= end <= length:
             raise ValueError(

@@ -78,25 +78,38 @@ def testset_summary(streams: Sequence[Stream]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+# A count beyond this is no count of words or segments (and a float could not hold it exactly).
+MAX_COUNT = 2**53
+
+
+def _count(value: Any) -> int:
+    """A count of a segment-time record: provenance is free-form (a hand edit, another tool), so a value that
+    is not a whole number from 0 to :data:`MAX_COUNT` is not added (as simul.streams.stats does with the
+    importers' counts) instead of stopping `simul eval` or `simul score` on a figure of a caption."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else 0
+
+
 def segment_times_summary(streams: Sequence[Stream]) -> dict[str, Any] | None:
     """``config.streams.segment_times`` of run.json: how many talks have reference segment times derived from
     the recognizer's words (``provenance["segment_times"]``, simul.streams.asr.segment_times) rather than
-    given by a segment YAML, and how well the words matched; None when no talk has."""
+    given by a segment YAML, and how well the words matched; None when no talk has. A record counts when its
+    ``derived`` is true; its counts are read with :func:`_count`."""
     talks = [s for s in streams if s.longform]
     derived = [
         record
         for s in talks
-        if isinstance(record := s.provenance.get("segment_times"), dict) and record.get("derived")
+        if isinstance(record := s.provenance.get("segment_times"), dict) and record.get("derived") is True
     ]
     if not derived:
         return None
+    method = derived[0].get("method")
     return {
         "derived_talks": len(derived),
         "talks": len(talks),
-        "method": derived[0].get("method"),
-        "source_words": sum(int(r.get("source_words", 0)) for r in derived),
-        "matched_words": sum(int(r.get("matched_words", 0)) for r in derived),
-        "interpolated_segments": sum(int(r.get("interpolated_segments", 0)) for r in derived),
+        "method": method if isinstance(method, str) else None,
+        "source_words": sum(_count(r.get("source_words")) for r in derived),
+        "matched_words": sum(_count(r.get("matched_words")) for r in derived),
+        "interpolated_segments": sum(_count(r.get("interpolated_segments")) for r in derived),
     }
 
 

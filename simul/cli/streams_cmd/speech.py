@@ -45,6 +45,7 @@ from simul.cli.streams_cmd.speech_options import (
 from simul.cli.streams_cmd.talk_audio import TalkAsrOptions, asr_longform_audio
 from simul.common.errors import SimulError, UsageError
 from simul.common.languages import get_language
+from simul.common.safe_text import visible
 from simul.streams.acl6060 import acl6060_segments
 from simul.streams.longform import (
     DEFAULT_LONGFORM_INTERVAL_MS,
@@ -448,8 +449,10 @@ def _longform_talks(
             label="note",
         )
     err_console.print(
-        f"wrote {count} long-form talk{'' if count == 1 else 's'} ({steps} steps) to {out} "
-        f"({what} {src}->{tgt}, {how})",
+        visible(
+            f"wrote {count} long-form talk{'' if count == 1 else 's'} ({steps} steps) to {out} "
+            f"({what} {src}->{tgt}, {how})"
+        ),
         soft_wrap=True,
         highlight=False,
         markup=False,

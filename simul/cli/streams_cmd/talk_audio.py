@@ -19,7 +19,7 @@ from simul.cli.option_groups import changed
 from simul.cli.streams_cmd.common import warn, write_output
 from simul.cli.streams_cmd.speech_options import AsrOptions, AudioRequest, PartialsOptions, not_with
 from simul.common.languages import get_language
-from simul.common.safe_text import markup
+from simul.common.safe_text import markup, visible
 from simul.streams.asr.online import (
     DEFAULT_CHUNK_MS,
     DEFAULT_LIMIT_MS,
@@ -219,7 +219,8 @@ def recognize_talk_audio(
     )
     if result.errors is not None:
         what += f", committed WER {result.errors.wer:.1%}"
-    err_console.print(what + ")", soft_wrap=True, highlight=False, markup=False)
+    # the data set name (--name) and the paths are the user's text: shown, never obeyed by the terminal
+    err_console.print(visible(what + ")"), soft_wrap=True, highlight=False, markup=False)
     times = summary.get("segment_times")
     if times:
         warn(

@@ -189,6 +189,11 @@ def talk_segments(
             )
         return []
     count = len(read_utf8_lines(source, "source transcript"))
+    if count == 0:  # as simul.streams.segments.line_segments refuses it: no line, no reference segment
+        raise SimulError(
+            f"source transcript {source} is empty; pass the recording's transcript, one line per reference "
+            "segment"
+        )
     rows_from = f"the lines of {source}"
     transcripts = _aligned_lines(source, "source transcript", count, rows_from)
     translations = [_aligned_lines(path, "reference file", count, rows_from) for path in references]
