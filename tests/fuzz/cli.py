@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import sys
 import traceback
@@ -121,6 +122,15 @@ def check(
             assert (
                 any(re.search(re.escape(name) + r":\d+", message) for name in shown) or "holds no" in message
             ), f"the error names no line:\n{outcome.describe()}"
+
+
+def _no_constant(name: str) -> Any:
+    raise AssertionError(f"{name} in the JSON printed: not JSON (RFC 8259), which other tools refuse")
+
+
+def strict_json(text: str) -> Any:
+    """What a command printed as JSON, read as other tools read it: NaN and Infinity are not JSON."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 def leftovers(folder: Path, expected: Iterable[Path] = ()) -> list[Path]:
