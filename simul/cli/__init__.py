@@ -90,7 +90,8 @@ COMMANDS = (
     LazyCommand(
         "models",
         "models_cmd",
-        "Work on model files: write an early-exit copy of a model to draft with.",
+        "The models simul runs by name (list, path), and work on model files (truncate: an early-exit copy "
+        "to draft with).",
     ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
