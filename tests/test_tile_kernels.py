@@ -138,6 +138,16 @@ def _tiled_widths(g: Ggml, type_name: str, mode: str) -> list[int]:
     return []
 
 
+def _exact_product_kind(ggml: Ggml, repacked: bool) -> type[MatMul] | type[RepackedMatMul]:
+    """Exact mode with the tiles at the default width, and the product that holds the weights as llama.cpp
+    does: repacked (skipped where this build has no CPU_REPACK buffer type) or plain."""
+    if repacked and ggml.extra_buffer_type("CPU_REPACK") is None:
+        pytest.skip("no CPU_REPACK buffer type in this build")
+    ggml.set_exact(exactness.ALL_PARTS)
+    ggml.set_tile_cols(TILE_COLS)
+    return RepackedMatMul if repacked else MatMul
+
+
 @pytest.mark.parametrize(
     ("type_name", "k", "repacked"),
     [("q5_0", 640, False), ("q8_0", 640, False), ("q6_k", 1024, False), ("q4_k", 1024, True)],
@@ -147,11 +157,7 @@ def test_the_tiles_do_not_depend_on_the_thread_count(
 ) -> None:
     """Threads split a product by weight rows (16 at a time; repacked Q4_K in groups of 8), so a tile's rows
     move between threads: the results must not."""
-    if repacked and ggml.extra_buffer_type("CPU_REPACK") is None:
-        pytest.skip("no CPU_REPACK buffer type in this build")
-    ggml.set_exact(exactness.ALL_PARTS)
-    ggml.set_tile_cols(TILE_COLS)
-    kind = RepackedMatMul if repacked else MatMul
+    kind = _exact_product_kind(ggml, repacked)
     with kind(ggml, type_name, random_matrix(200, k, seed=3)) as product:
         columns = random_matrix(7, k, seed=4)
         outs = [product.run(columns, threads=t).out.tobytes() for t in (1, 2, 3)]
@@ -244,12 +250,7 @@ def test_every_weight_type_of_the_named_models_is_exact_at_every_width(
 ) -> None:
     """In exact mode, every column of a product of 1..64, 72 or 96 columns of the named models' weight types
     at their own row lengths equals the column alone (repacked Q4_K: its gemv alone)."""
-    repacked = type_name == "q4_k"
-    if repacked and ggml.extra_buffer_type("CPU_REPACK") is None:
-        pytest.skip("no CPU_REPACK buffer type in this build")
-    ggml.set_exact(exactness.ALL_PARTS)
-    ggml.set_tile_cols(TILE_COLS)
-    kind = RepackedMatMul if repacked else MatMul
+    kind = _exact_product_kind(ggml, repacked=type_name == "q4_k")
     # 24 rows: three groups of 8 interleaved rows (repacked Q4_K), one 16-row block and part of the next
     with kind(ggml, type_name, random_matrix(24, k, seed=21)) as product:
         columns = random_matrix(max(WIDTHS), k, seed=22, scale=(0.1, 3.0))

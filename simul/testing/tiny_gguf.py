@@ -36,7 +36,16 @@ from simul.testing.code_machine import CodeMachine
 from simul.testing.code_machine import draw as draw_machine
 from simul.testing.code_machine import weights as machine_weights
 
-__all__ = ["DESIGNS", "MODEL_NAME", "VOCABULARIES", "build_tiny_gguf", "code_machine", "main", "tiny_vocab"]
+__all__ = [
+    "DESIGNS",
+    "MODEL_NAME",
+    "VOCABULARIES",
+    "build_tiny_gguf",
+    "code_machine",
+    "main",
+    "tiny_vocab",
+    "write_with_tokenizer",
+]
 
 MODEL_NAME = "simul-tiny-test"
 
@@ -286,6 +295,19 @@ def build_tiny_gguf(
     writer.add_rope_dimension_count(head_dim)
     writer.add_rope_freq_base(10000.0)
 
+    write_with_tokenizer(writer, (tokens, scores, types), tensors)
+    return path
+
+
+def write_with_tokenizer(
+    writer: gguf.GGUFWriter,
+    vocab: tuple[list[str], list[float], list[int]],
+    tensors: dict[str, npt.NDArray[np.float32]],
+) -> None:
+    """Add the tiny SentencePiece-style tokenizer (``vocab``: tokens, scores, types, as :func:`tiny_vocab`
+    gives them) and ``tensors`` to ``writer``, write the file and close it; the other tiny models of
+    simul.testing share it."""
+    tokens, scores, types = vocab
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
@@ -307,7 +329,6 @@ def build_tiny_gguf(
         writer.write_tensors_to_file()
     finally:
         writer.close()
-    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:

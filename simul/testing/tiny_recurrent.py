@@ -22,7 +22,7 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 
-from simul.testing.tiny_gguf import BOS_ID, EOS_ID, UNK_ID, tiny_vocab
+from simul.testing.tiny_gguf import tiny_vocab, write_with_tokenizer
 
 MODEL_NAME = "simul-tiny-recurrent"
 
@@ -88,24 +88,7 @@ def build_tiny_recurrent(
     writer.add_ssm_state_size(d_state)
     writer.add_ssm_time_step_rank(dt_rank)
 
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores(scores)
-    writer.add_token_types(types)
-    writer.add_unk_token_id(UNK_ID)
-    writer.add_bos_token_id(BOS_ID)
-    writer.add_eos_token_id(EOS_ID)
-    writer.add_add_bos_token(True)
-    writer.add_add_eos_token(False)
-    writer.add_add_space_prefix(False)
-    for name, values in tensors.items():
-        writer.add_tensor(name, values)
-    try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-    finally:
-        writer.close()
+    write_with_tokenizer(writer, (tokens, scores, types), tensors)
     return path
 
 

@@ -21,6 +21,7 @@ from simul.streams.format import write_streams
 from tests.fuzz.budget import examples, scratch, tried
 from tests.fuzz.cli import check, invoke, leftovers
 from tests.fuzz.mutate import dump_json, mutated_bytes, mutated_json, mutated_lines_json
+from tests.fuzz.runs import materialize, snapshot
 from tests.helpers import eval_args, make_streams
 
 FILES = (RUN_FILE, STEPS_FILE, TIMINGS_FILE, STREAMS_FILE, PER_STREAM_FILE)
@@ -56,20 +57,6 @@ def damage(draw: st.DrawFn, run: Path) -> dict[str, bytes | None]:
     return {**files, name: draw(mutated_lines_json(lines))}
 
 
-def _materialize(folder: Path, files: dict[str, bytes | None]) -> Path:
-    """The damaged run (diff compares it with the intact one, which no command writes to)."""
-    damaged = folder / "new"
-    damaged.mkdir()
-    for name, content in files.items():
-        if content is not None:
-            (damaged / name).write_bytes(content)
-    return damaged
-
-
-def _snapshot(run: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(run.iterdir()) if p.is_file()}
-
-
 @settings(max_examples=examples(60))
 @given(data=st.data())
 def test_score(base_run: Path, data: st.DataObject) -> None:
@@ -77,12 +64,12 @@ def test_score(base_run: Path, data: st.DataObject) -> None:
     update = data.draw(st.booleans())
     tried("run dir: score")
     with scratch() as tmp:
-        run = _materialize(Path(tmp), files)
-        before = _snapshot(run)
+        run = materialize(Path(tmp) / "new", files)
+        before = snapshot(run)
         outcome = invoke(["score", str(run), "--json", *(["--update"] if update else [])])
         check(outcome, [run])
         if outcome.code != 0 or not update:
-            assert _snapshot(run) == before, f"score changed the run directory:\n{outcome.describe()}"
+            assert snapshot(run) == before, f"score changed the run directory:\n{outcome.describe()}"
         if outcome.code == 0:
             assert json.loads(outcome.stdout)["methods"]
 
@@ -94,11 +81,11 @@ def test_diff(base_run: Path, data: st.DataObject) -> None:
     form = data.draw(st.sampled_from([[], ["--markdown"], ["--json"]]))
     tried("run dir: diff")
     with scratch() as tmp:
-        intact, run = base_run, _materialize(Path(tmp), files)
-        before = _snapshot(run)
+        intact, run = base_run, materialize(Path(tmp) / "new", files)
+        before = snapshot(run)
         outcome = invoke(["diff", str(intact), str(run), "--bootstrap", "5", *form])
         check(outcome, [intact, run], codes=(0, 1, 2, 3))
-        assert _snapshot(run) == before
+        assert snapshot(run) == before
         if outcome.code in (0, 3) and form == ["--json"]:
             json.loads(outcome.stdout)
         if form == ["--markdown"]:
@@ -112,7 +99,7 @@ def test_show(base_run: Path, data: st.DataObject) -> None:
     stream = data.draw(st.sampled_from(["s0", "s1"]))
     tried("run dir: show")
     with scratch() as tmp:
-        run = _materialize(Path(tmp), files)
+        run = materialize(Path(tmp) / "new", files)
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
         page = out_dir / "page.html"
@@ -127,7 +114,7 @@ def test_export(base_run: Path, data: st.DataObject) -> None:
     files = data.draw(damage(base_run))
     tried("run dir: export")
     with scratch() as tmp:
-        run = _materialize(Path(tmp), files)
+        run = materialize(Path(tmp) / "new", files)
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
         target = out_dir / "instances.log"
@@ -145,7 +132,7 @@ def test_export(base_run: Path, data: st.DataObject) -> None:
 def test_the_intact_run_is_accepted_by_every_command(base_run: Path, tmp_path: Path) -> None:
     """The properties above are about damage: the undamaged run passes every command."""
     files: dict[str, bytes | None] = {name: (base_run / name).read_bytes() for name in FILES}
-    intact, run = base_run, _materialize(tmp_path, files)
+    intact, run = base_run, materialize(tmp_path / "new", files)
     assert invoke(["score", str(run)]).code == 0
     assert invoke(["diff", str(intact), str(run), "--bootstrap", "5"]).code == 0
     assert invoke(["show", str(run), "--stream", "s0"]).code == 0
