@@ -25,13 +25,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.text import Text
 
-# Bidirectional embeddings, overrides (U+202A-U+202E) and isolates (U+2066-U+2069).
-BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _UNSAFE_CLASS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 without tab and newline, DEL, C1
     "\ud800-\udfff"  # lone surrogates (not text; an encoder would fail on them)
     "\u2028\u2029"  # line and paragraph separators
-    "\u202a-\u202e\u2066-\u2069"
+    "\u202a-\u202e\u2066-\u2069"  # bidi embeddings and overrides, isolates
 )
 _UNSAFE = re.compile(f"[{_UNSAFE_CLASS}]")
 _UNSAFE_OR_NEWLINE = re.compile(f"[{_UNSAFE_CLASS}\n]")

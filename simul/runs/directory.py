@@ -90,11 +90,6 @@ def step_lines(method_key: str, stream_id: str, record: StepRecord) -> tuple[str
     )
 
 
-def step_line(method_key: str, stream_id: str, record: StepRecord) -> str:
-    """The record's line in steps.jsonl."""
-    return step_lines(method_key, stream_id, record)[0]
-
-
 StepKey = tuple[str, str, int]
 
 

@@ -613,7 +613,3 @@ class Interrupted(Exception):
         super().__init__("interrupted")
         self.outcome = outcome
         self.cause = cause if cause is not None else KeyboardInterrupt()
-
-
-def method_rows(outcome: EvalOutcome) -> list[dict[str, Any]]:
-    return outcome.scored.methods_json()

@@ -38,10 +38,6 @@ class RecordError(ValueError):
     """A step or per-stream record that does not have the expected shape (the message names the field)."""
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 # Counts beyond 2**53 are not counts of anything simul decodes (and a float cannot hold them exactly).
 MAX_COUNT = 2**53
 

@@ -28,7 +28,6 @@ stream's ``provenance["segment_times"]`` says so, with how many words matched.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -430,8 +429,3 @@ def _with_progress(
             return recognizer.words(buffer, prompt)
 
     return recognize_recording(Reporting(), samples, options)
-
-
-def expected_updates(duration_ms: float, interval_ms: float) -> int:
-    """How many recognitions the fixed schedule makes for a recording (for progress and estimates)."""
-    return max(1, math.ceil(duration_ms / interval_ms - 1e-9))
