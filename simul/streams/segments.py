@@ -11,7 +11,7 @@ take. ACL 60/60's own layouts are read in simul.streams.acl6060.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -20,6 +20,7 @@ import yaml
 
 from simul.common.errors import SimulError
 from simul.common.limits import MAX_AUDIO_SECONDS, as_float, check_source, check_text_lines
+from simul.streams.format import Step, Stream
 
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 
@@ -52,6 +53,26 @@ class Segment:
         if self.offset_ms is None or self.duration_ms is None:
             return None
         return self.offset_ms + self.duration_ms
+
+
+def stream_from_segment(
+    segment: Segment, src: str, tgt: str, steps: Iterable[Step], provenance: Mapping[str, Any]
+) -> Stream:
+    """The stream of ``steps`` for ``segment``: the segment's id and references, and the segment's
+    provenance followed by ``provenance`` (how the steps were made: ASR, logged partials, simulation).
+
+    One function for every builder, so a stream built from a segment carries the same fields whichever
+    way its steps came.
+    """
+    return Stream(
+        id=segment.id,
+        src=src,
+        tgt=tgt,
+        steps=tuple(steps),
+        reference=segment.reference,
+        more_references=segment.more_references,
+        provenance={**segment.provenance, **provenance},
+    )
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.limits import MAX_AUDIO_SECONDS
 from simul.streams.format import Step, Stream
 from simul.streams.partials import normalize_word, parse_number
-from simul.streams.segments import Segment, read_utf8_lines, talk_file_pairs
+from simul.streams.segments import Segment, read_utf8_lines, stream_from_segment, talk_file_pairs
 
 DEFAULT_INTERVAL_MS = 500.0
 _INNER_MARKS = "'-’"
@@ -279,21 +279,6 @@ def simulated_streams(
         }
         if timing == "word_times":
             partials["word_times_file"] = files[segment.talk]
-        provenance = {
-            **segment.provenance,
-            "simulated": True,
-            "partials": partials,
-            "time_origin": "segment_offset",
-        }
-        streams.append(
-            Stream(
-                id=segment.id,
-                src=src,
-                tgt=tgt,
-                steps=tuple(steps),
-                reference=segment.reference,
-                more_references=segment.more_references,
-                provenance=provenance,
-            )
-        )
+        provenance = {"simulated": True, "partials": partials, "time_origin": "segment_offset"}
+        streams.append(stream_from_segment(segment, src, tgt, steps, provenance))
     return SimulationImport(streams=streams, word_times=matches)

@@ -31,7 +31,13 @@ from simul.streams.asr.audio import SAMPLE_RATE, AudioInfo, audio_info, read_aud
 from simul.streams.asr.growing import Hypothesis, Recognizer, recognize_growing, segment_steps
 from simul.streams.asr.wer import WordErrors, corpus_errors
 from simul.streams.format import Step, Stream
-from simul.streams.segments import Segment, SegmentTime, read_segment_yaml, read_utf8_lines
+from simul.streams.segments import (
+    Segment,
+    SegmentTime,
+    read_segment_yaml,
+    read_utf8_lines,
+    stream_from_segment,
+)
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus", ".mp3")
 # A segment may end a little after the audio does (rounding in the YAML): up to this much is cut silently.
@@ -324,7 +330,6 @@ def _stream(
         "real_time_factor": round(compute / duration, 4) if duration > 0 else 0.0,
     }
     provenance: dict[str, Any] = {
-        **segment.provenance,
         "simulated": False,
         "asr": asr,
         "time_origin": "segment_offset",
@@ -332,12 +337,4 @@ def _stream(
     }
     if segment.source:
         provenance["transcript"] = segment.source
-    return Stream(
-        id=segment.id,
-        src=src,
-        tgt=tgt,
-        steps=tuple(steps),
-        reference=segment.reference,
-        more_references=segment.more_references,
-        provenance=provenance,
-    )
+    return stream_from_segment(segment, src, tgt, steps, provenance)

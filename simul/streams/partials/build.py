@@ -26,7 +26,7 @@ from simul.streams.partials.formats import (
     infer_format,
     parse_partials,
 )
-from simul.streams.segments import Segment, talk_file_pairs
+from simul.streams.segments import Segment, stream_from_segment, talk_file_pairs
 
 
 @dataclass
@@ -197,19 +197,9 @@ def _stream(
         extra = {"talk_time_ms": round(step.time_ms, 1), "partials_line": lines[step.index].line}
         steps.append(Step(source=step.text, final=k == len(raw) - 1, time_ms=relative, extra=extra))
     provenance = {
-        **segment.provenance,
         "simulated": False,
         "partials": report.provenance(),
         "time_origin": origin_name,
         "time_origin_ms": round(origin, 1),
     }
-    stream = Stream(
-        id=segment.id,
-        src=src,
-        tgt=tgt,
-        steps=tuple(steps),
-        reference=segment.reference,
-        more_references=segment.more_references,
-        provenance=provenance,
-    )
-    return stream, clamped
+    return stream_from_segment(segment, src, tgt, steps, provenance), clamped
