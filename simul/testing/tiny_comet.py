@@ -26,7 +26,7 @@ import contextlib
 import logging
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,12 +187,37 @@ def build_tiny_comet(directory: Path, seed: int = 0) -> Path:
         return _build(Path(directory), seed)
 
 
+def _regression_metric(arguments: dict[str, Any]) -> Any:
+    from comet.models import RegressionMetric
+
+    return RegressionMetric(**arguments, load_pretrained_weights=False, local_files_only=True)
+
+
 def _build(directory: Path, seed: int) -> Path:
+    return write_tiny_model(directory, seed, _save_encoder_config, _hyper_parameters, _regression_metric)
+
+
+def write_tiny_model(
+    directory: Path,
+    seed: int,
+    save_encoder_config: Callable[[Path, int], None],
+    hyper_parameters: Callable[[Path], dict[str, Any]],
+    new_model: Callable[[dict[str, Any]], Any],
+) -> Path:
+    """Write a tiny COMET-family model into ``directory``; returns its ``checkpoints/model.ckpt``.
+
+    The layout both tiny models share: ``encoder/`` (the tokenizer of :func:`save_tokenizer` and the
+    config ``save_encoder_config`` writes), ``hparams.yaml`` (``hyper_parameters``) and a Lightning-style
+    checkpoint of the model ``new_model`` makes from the constructor arguments (the hyper-parameters less
+    ``class_identifier``). ``new_model`` runs under ``torch.manual_seed(seed)`` inside
+    ``torch.random.fork_rng``, so the weights depend on the seed alone and the caller's random state is
+    untouched.
+    """
     from importlib import metadata
 
+    import comet.models  # noqa: F401  (imported before the seed is set, so importing draws nothing from it)
     import torch
     import yaml
-    from comet.models import RegressionMetric
 
     directory = directory.expanduser().resolve()
     encoder_dir = directory / "encoder"
@@ -201,15 +226,15 @@ def _build(directory: Path, seed: int) -> Path:
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
 
     vocab_size = save_tokenizer(encoder_dir)
-    _save_encoder_config(encoder_dir, vocab_size)
+    save_encoder_config(encoder_dir, vocab_size)
 
-    hparams = _hyper_parameters(encoder_dir)
+    hparams = hyper_parameters(encoder_dir)
     (directory / "hparams.yaml").write_text(yaml.safe_dump(hparams, sort_keys=True), encoding="utf-8")
 
     constructor_args = {k: v for k, v in hparams.items() if k != "class_identifier"}
     with torch.random.fork_rng(devices=[]):  # leave the caller's random state alone
         torch.manual_seed(seed)
-        model = RegressionMetric(**constructor_args, load_pretrained_weights=False, local_files_only=True)
+        model = new_model(constructor_args)
     state_dict = {name: tensor.detach().clone().contiguous() for name, tensor in model.state_dict().items()}
 
     checkpoint_path = checkpoint_dir / "model.ckpt"

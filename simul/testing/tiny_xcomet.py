@@ -38,7 +38,7 @@ from simul.testing.tiny_comet import (
     NUM_HEADS,
     NUM_LAYERS,
     quiet_build,
-    save_tokenizer,
+    write_tiny_model,
 )
 
 ESTIMATOR_HIDDEN_SIZES = [16, 8]
@@ -111,42 +111,20 @@ def build_tiny_xcomet(directory: Path, seed: int = 0) -> Path:
         return _build(Path(directory), seed)
 
 
-def _build(directory: Path, seed: int) -> Path:
-    from importlib import metadata
-
+def _xcomet_metric(arguments: dict[str, Any]) -> Any:
+    """An XCOMETMetric whose word-level head tags short error spans (see :data:`TAG_WEIGHT_SCALE`)."""
     import torch
-    import yaml
     from comet.models import XCOMETMetric
 
-    directory = directory.expanduser().resolve()
-    encoder_dir = directory / "encoder"
-    checkpoint_dir = directory / "checkpoints"
-    encoder_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    vocab_size = save_tokenizer(encoder_dir)
-    _save_encoder_config(encoder_dir, vocab_size)
-    hparams = hyper_parameters(encoder_dir)
-    (directory / "hparams.yaml").write_text(yaml.safe_dump(hparams, sort_keys=True), encoding="utf-8")
-    constructor_args = {k: v for k, v in hparams.items() if k not in ("class_identifier",)}
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = XCOMETMetric(**constructor_args, load_pretrained_weights=False, local_files_only=True)
-        with torch.no_grad():
-            model.hidden2tag.weight.mul_(TAG_WEIGHT_SCALE)
-            model.hidden2tag.bias[0] = TAG_O_BIAS
-    state_dict = {name: tensor.detach().clone().contiguous() for name, tensor in model.state_dict().items()}
-    checkpoint_path = checkpoint_dir / "model.ckpt"
-    torch.save(
-        {
-            "epoch": 0,
-            "global_step": 0,
-            "pytorch-lightning_version": metadata.version("pytorch-lightning"),
-            "state_dict": state_dict,
-            "hyper_parameters": hparams,
-        },
-        checkpoint_path,
-    )
-    return checkpoint_path
+    model = XCOMETMetric(**arguments, load_pretrained_weights=False, local_files_only=True)
+    with torch.no_grad():
+        model.hidden2tag.weight.mul_(TAG_WEIGHT_SCALE)
+        model.hidden2tag.bias[0] = TAG_O_BIAS
+    return model
+
+
+def _build(directory: Path, seed: int) -> Path:
+    return write_tiny_model(directory, seed, _save_encoder_config, hyper_parameters, _xcomet_metric)
 
 
 def main(argv: list[str] | None = None) -> int:
