@@ -14,8 +14,9 @@ from simul.decoding.backend import LlamaBackend
 from simul.decoding.display.local_agreement import local_agreement
 from simul.decoding.display.mask import hide_last
 from simul.decoding.stream import StreamDecoder
+from simul.reports.sweep_tables import table4_rows
 from simul.request.methods import Method
-from simul.request.sweep import sweep_methods, table4_rows
+from simul.request.sweep import sweep_methods
 from simul.request.templates import PRESETS
 from simul.streams.format import write_streams
 from tests.helpers import eval_args, make_streams

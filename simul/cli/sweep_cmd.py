@@ -19,19 +19,12 @@ from simul.common.errors import UsageError
 from simul.common.safe_text import markup
 from simul.reports.drafters import drafter_lines
 from simul.reports.engine_notes import engine_line
+from simul.reports.sweep_tables import plot_beta, table3_rows, table4_rows
 from simul.reports.tables import methods_table, spec_column, units_caption
 from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import MASK_MODES
 from simul.request.methods import DEFAULT_BETA, unique_methods
-from simul.request.sweep import (
-    parse_floats,
-    parse_ints,
-    parse_masks,
-    plot_beta,
-    sweep_methods,
-    table3_rows,
-    table4_rows,
-)
+from simul.request.sweep import parse_floats, parse_ints, parse_masks, sweep_methods
 from simul.runs.evaluation import EvalOutcome
 from simul.runs.lock import locked_run_dir
 
