@@ -1,5 +1,5 @@
 """Old spellings of options, kept as hidden aliases: they still work, and each one used is named once on
-stderr with its new spelling (issue 32: one spelling per concept across every command).
+stderr with its new spelling (one spelling per concept across every command, so scripts keep working).
 
 A command made with :func:`command_class` lists its renamed options (:class:`Alias`). Before click parses the
 command line, every old spelling in it is rewritten to the new one; the old spellings are not options of the

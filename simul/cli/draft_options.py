@@ -22,7 +22,7 @@ TailDraftOpt = Annotated[
         "n-gram drafter, verified by exact greedy acceptance (--resync's drafts are asked first).",
     ),
 ]
-# `simul eval`'s: the n-gram drafters, or the draft model (--draft-model, --draft-layers; issue 34)
+# `simul eval`'s: the n-gram drafters, or the draft model (--draft-model, --draft-layers)
 TailDraft = Literal["lookup", "ngram-cache", "model"]
 DRAFT_MODEL_METHODS = ("spec", "bild")  # the methods whose --draft-max/--draft-min are the draft model's
 EvalTailDraftOpt = Annotated[

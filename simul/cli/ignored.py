@@ -1,4 +1,4 @@
-"""Options that the chosen method ignores are refused, never silently dropped (issue 31).
+"""Options that the chosen method ignores are refused, never silently dropped.
 
 An option typed on the command line that changes nothing (``--beta`` with ``--method rt``) means the user
 expects an effect that will not happen, and a run that reads as if it did. These checks name every such

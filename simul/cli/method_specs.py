@@ -1,5 +1,5 @@
 """Several methods in one run, each with its own options: `simul bench --method SPEC` and `simul sweep
---method SPEC` (issue 33, part 4).
+--method SPEC`, so that one run compares methods that differ in more than one option.
 
 A SPEC is a method written as `simul eval` takes it, its name first and then its own options::
 

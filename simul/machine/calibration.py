@@ -41,7 +41,7 @@ threads spend their time waiting for each other rather than computing: the per-p
 with what the machine computes (a thread woken from sleep at each of the hundreds of barriers of a pass, a
 core taken by another job), and every timing of the run is marked unreliable. On 2 idle cores of the
 development machine a pass on 2 threads was 1.8x faster than on one with a spinning wait and 1.0x with
-OpenMP's passive one (issue 23); the threshold lies between them with room on both sides, and leaves 8
+OpenMP's passive one; the threshold lies between them with room on both sides, and leaves 8
 threads that give 2.75x (efficiency 0.34, a memory-bound machine) unmarked.
 
 During the run, RT's one-token passes should cost what they cost here: a run whose mean one-token pass is
@@ -97,7 +97,7 @@ class PassCosts:
     draft: int
     one_token_single_ms: float | None  # with one thread; None when the run has one thread or a GPU
     widths: tuple[tuple[int, float], ...] = ()  # (rows, ms per pass) of verification passes, by rows
-    # the draft model's one-token pass after the same prompt (issue 34), when the run has a draft model
+    # the draft model's one-token pass after the same prompt, when the run has a draft model
     draft_one_token_ms: float | None = None
     # the draft-row verification pass with one thread (None: not measured): whether the threads pay where
     # the work is arithmetic; a one-token pass that reads the weights at the memory's pace on one thread as

@@ -26,9 +26,8 @@ for measure the machine's other jobs as much as the method, so they are marked *
 The run queue test comes first because CPU/wall also depends on the OpenMP wait policy: with the passive
 policy (simul's choice when a core is busy) threads sleep at barriers and during the single-threaded Python
 part of an update, so a process may use fewer cores than it has threads; a thread that sleeps asks for
-nothing, while one waiting in the run queue is refused. CPU/wall is kept in the record either way. Since
-issue 23 a method is also marked when its forward passes cost more than calibrated (simul.machine.calibration,
-`simul bench`).
+nothing, while one waiting in the run queue is refused. CPU/wall is kept in the record either way. A method
+is also marked when its forward passes cost more than calibrated (simul.machine.calibration, `simul bench`).
 
 This module measures and records; which figures of a report get the mark, and what its caption says, is
 simul.reports.timing_notes, which reads the record back from run.json.

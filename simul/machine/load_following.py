@@ -1,14 +1,14 @@
-"""Threads that follow the load during a run, in exact mode only (issue 53).
+"""Threads that follow the load during a run, in exact mode only.
 
 Why: next to busy processes llama.cpp's OpenMP threads fall into phases in which every pass costs many times
 the CPU it costs alone (docs/results.md, "Busy machines": on 2 cores beside two busy loops, two threads ran
 the same tiny-model passes 5x slower than one thread). The thread count chosen at start
-(simul.machine.threads) does not see a load that starts later, and since issue 31 it ignores the load on
-purpose, because in fast mode the thread count can change outputs. In exact mode it cannot: every row's
-logits are those of a one-token pass whatever the threads (simul.decoding.backend.exactness), so the
-count can follow the load between two forward passes (``llama_set_n_threads``) without moving one output
-byte; tests/test_load_following.py decodes the same streams with 1 thread, 2 threads and a switch between
-them mid-stream and compares every output.
+(simul.machine.threads) does not see a load that starts later, and it ignores the load on purpose, because
+in fast mode the thread count can change outputs. In exact mode it cannot: every row's logits are those of a
+one-token pass whatever the threads (simul.decoding.backend.exactness), so the count can follow the load
+between two forward passes (``llama_set_n_threads``) without moving one output byte;
+tests/test_load_following.py decodes the same streams with 1 thread, 2 threads and a switch between them
+mid-stream and compares every output.
 
 The rule, checked after a forward pass once CHECK_SECONDS have passed since the last check, on the one-token
 passes since then (RT's passes, a draft model's, the first pass of every SSBD update: the pass whose cost
@@ -16,7 +16,7 @@ calibration measured):
 
 * on ``top`` threads (the automatic count: cores, affinity, cgroup quota; simul.machine.threads), when
   every thread of the process that was busy since the last check last ran on one and the same CPU, in
-  STACKED_CHECKS checks in a row, it goes down to 1 thread. This is the slow phases' cause (issue 53,
+  STACKED_CHECKS checks in a row, it goes down to 1 thread. This is the slow phases' cause (measured in
   docs/results.md "Busy machines"): where no CPU is idle, a woken thread is placed on its waker's CPU, so
   llama.cpp's threads end up sharing one CPU beside the busy processes; then every barrier of a pass
   (hundreds per token) is a context switch between them, or a spin of the waiting thread on the CPU that

@@ -14,8 +14,8 @@ when ``llama_cpp`` is imported); it cannot be changed afterwards:
 An iteration is one ``pause`` instruction and a load: from about 10 ns (libgomp's own estimate) to about
 50 ns (recent Intel cores, where ``pause`` takes some 140 cycles).
 
-What simul chooses, unless the user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (issue 23; the figures
-are in docs/results.md, "OpenMP waiting"):
+What simul chooses, unless the user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (the figures are in
+docs/results.md, "OpenMP waiting"):
 
 * **No core taken by other work** (simul.machine.threads' CPU sample before the model loads):
   ``GOMP_SPINCOUNT=IDLE_SPIN`` with ``OMP_WAIT_POLICY=active``, a bounded spin. (The spin count overrides the
@@ -30,8 +30,8 @@ are in docs/results.md, "OpenMP waiting"):
   17.5 ms with any spin from 1000 iterations to ``active``, and 33 ms with ``passive`` (a sleeping thread's
   wake-up at every barrier; one thread alone: 32 ms).
 * **A core taken** (the same sample and the load average agree): ``passive``, so that a spinning thread
-  never holds a core that the thread it waits for needs. The thread count does not follow the load (since
-  issue 31, simul.machine.threads: outputs and speed figures must not depend on a passing burst), so next
+  never holds a core that the thread it waits for needs. The thread count does not follow the load
+  (simul.machine.threads: outputs and speed figures must not depend on a passing burst), so next
   to a busy core one thread shares it, and sleeping at once is what costs the others least.
 
 Why not always spin: next to a busy core 2 spinning threads made a one-token pass 1.2-3x slower than with

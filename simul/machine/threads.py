@@ -15,23 +15,24 @@
   more party to the hundreds of barriers per token.
 * model MiB // BYTES_PER_THREAD (16 MiB): a model whose weights are small has passes too short to split.
   Every operation of a pass ends at a barrier of all threads; where an operation's share of the weights is
-  a few kilobytes, the barrier costs more than the work it splits. On the 2-core AMD EPYC (issue 53,
+  a few kilobytes, the barrier costs more than the work it splits. On the 2-core AMD EPYC (measured in
   docs/results.md "The whole `make test` beside two busy loops, again"), a one-token pass of float32 test
   models took, on 2 threads against 1, with the bounded spin: 1.68x (0.8 MiB), 1.61x (18 MiB), 0.87x
   (68 MiB), 0.92x (222 MiB), 0.59x (520 MiB); with the passive wait that simul chooses beside busy cores
   41.5x, 5.9x, 1.6x, 1.2x, 0.98x. The rule takes the size of the model file, which does not change from run
   to run.
 
-Nothing that changes from one second to the next enters the rule (issue 31). The rule before took off the
-cores that other work kept busy, the smaller of a 0.25 s CPU sample and the 1-minute load average; on an
-idle 2-core machine, one second after another job ended, the sample caught a burst of unknown origin and
-the load average still counted the finished job: 1 thread, and the identical next run 2 (RT 58.8 against
-82.9 tokens/s, SSBD's speedup 1.42 against 1.72), and the tiny test model's greedy outputs change with the
-thread count. Now the same command on the same machine (or container) always gets the same threads.
+Nothing that changes from one second to the next enters the rule: outputs and speed figures must not depend
+on a passing burst. An earlier rule took off the cores that other work kept busy, the smaller of a 0.25 s CPU
+sample and the 1-minute load average; on an idle 2-core machine, one second after another job ended, the
+sample caught a burst of unknown origin and the load average still counted the finished job: 1 thread, and
+the identical next run 2 (RT 58.8 against 82.9 tokens/s, SSBD's speedup 1.42 against 1.72), and the tiny test
+model's greedy outputs change with the thread count. Now the same command on the same machine (or container)
+always gets the same threads.
 
 The price: next to a job that holds a core for the whole run, a thread shares that core, and llama.cpp's
 threads, which meet at a barrier after every operation, go at the pace of that thread (on 2 cores with one
-busy, issue 13 measured 2 passive threads no faster than 1). The load still decides how the threads wait
+busy, 2 passive threads were measured no faster than 1). The load still decides how the threads wait
 (simul.machine.openmp: ``passive`` when the sample and the load average agree that a core is taken, from
 the sample taken here), a run that got less CPU than it asked for is marked (simul.machine.cpu_usage), and
 ``--threads N`` chooses the count outright.
@@ -255,7 +256,7 @@ def fewer_threads_note(record: Any) -> str | None:
             mib = BYTES_PER_THREAD >> 20
             reasons.append(f"the model is {size / (1 << 20):.1f} MiB: at most one thread per {mib} MiB")
         if not reasons and "cpu_quota" not in record and threads < physical:
-            # a run made before issue 31: the cores that the sample and load average saw taken
+            # a run by an older simul (no cpu_quota in its record): its rule left out the cores taken at start
             reasons.append("cores taken by other work at start (an older simul left them alone)")
     fewer = threads < physical or (cpus is not None and machine is not None and cpus < machine)
     if not fewer or not reasons:

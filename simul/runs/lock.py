@@ -7,8 +7,8 @@ the holder. The kernel drops the lock when the holder exits, even after ``kill -
 left behind then locks nothing and is taken over by the next writer. On a clean release the file is removed.
 
 How it is taken, so that the file at ``DIR/.lock`` names its holder from the first moment anyone can open it
-(issue 39: a writer that created the file and then wrote its note could be stopped in between, and a second
-writer then said "being written by process ?"):
+(a writer that created the file and then wrote its note could be stopped in between, and a second writer
+then said "being written by process ?"):
 
 * The note goes into a new file under a private name (``.lock.<random>.tmp``), the maker locks that file
   (``LOCK_EX``, at once: nobody else knows it) and only then links it to ``DIR/.lock``; ``os.link`` fails when

@@ -13,7 +13,7 @@ output. This module writes such a model (under 1 MB) in milliseconds:
   same on every CPU family, thread count and batch size (llama.cpp's kernels differ by about 1e-3 there);
   outputs end with EOS after sentence-final pieces or at a newline, and change from step to step.
   ``random`` draws the weights from a seeded :func:`numpy.random.default_rng`, scaled so that greedy
-  decoding wanders over the vocabulary (the model before issue 31; its near-ties flip with the machine).
+  decoding wanders over the vocabulary (the design before ``codes``; its near-ties flip with the machine).
   The output is gibberish, but the same seed always gives a byte-identical file.
 
 Usage from the command line::

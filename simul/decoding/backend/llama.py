@@ -231,7 +231,7 @@ class LlamaBackend:
         # llama_memory_seq_rm with a sequence id still removes that sequence's cells alone.
         # In exact mode the patch keeps each sequence's cells in a region of its own, in the order of its
         # positions (exactness.py), so that its attention sums run as in a cache of its own: a cache per
-        # sequence cost the same micro-batches (exact --parallel 8 at 0.97 of --parallel 1's wall, issue 50).
+        # sequence cost the same micro-batches (exact --parallel 8 at 0.97 of --parallel 1's wall).
         cparams.kv_unified = n_seq > 1
         ctx = lib.llama_init_from_model(self._model, cparams)  # type: ignore[attr-defined]
         if not ctx:

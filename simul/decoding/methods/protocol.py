@@ -9,7 +9,7 @@ token itself (``--resync``, the target bias); the first proposal wins. A draft c
 its tokens, so the decoder never needs to know which method it runs.
 
 ``PROTOCOL_VERSION`` numbers this interface. docs/methods.md says what a version may change; methods from
-outside simul (part 2 of issue 33) will state the version they were written for.
+outside simul (plugins, simul.decoding.methods.plugins) state the version they were written for.
 """
 
 from __future__ import annotations

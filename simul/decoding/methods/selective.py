@@ -3,9 +3,9 @@ how short they may not be, and when it rests after poor drafts.
 
 Why: under exact greedy acceptance a draft whose first token is rejected costs nothing (it is decided on the
 row already in hand), but one whose first token is kept is verified in a pass as wide as the draft instead of
-a one-token pass. On a CPU a pass of k rows costs more than a one-token pass (issue 33 measured about three
-of them for 10 rows), so a draft pays only when enough of its tokens after the first are kept. Hence short
-drafts (``draft_max``), none too short to save a pass (``draft_min``, llama.cpp's ``--draft-min``) and, as
+a one-token pass. On a CPU a pass of k rows costs more than a one-token pass (a pass of 10 rows was measured
+at about three), so a draft pays only when enough of its tokens after the first are kept. Hence short drafts
+(``draft_max``), none too short to save a pass (``draft_min``, llama.cpp's ``--draft-min``) and, as
 llama.cpp's ``ngram-mod`` does, a look at the drafter's own record: after ``rest_after`` drafts in a row that
 cost a wide pass and kept less than half of their tokens, the drafter proposes nothing more until the next
 step.
