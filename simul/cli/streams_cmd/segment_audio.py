@@ -17,8 +17,14 @@ from simul.cli.streams_cmd.speech_options import AsrOptions, AudioRequest, Parti
 from simul.common.errors import UsageError
 from simul.common.languages import get_language
 from simul.common.safe_text import markup
-from simul.streams.asr.build import AudioImport, AudioSegment, dataset_segments, file_segments
-from simul.streams.asr.run import AudioSettings, recognize_segments
+from simul.streams.asr.build import (
+    AudioImport,
+    AudioSegment,
+    AudioSettings,
+    dataset_segments,
+    file_segments,
+    recognize_segments,
+)
 from simul.streams.segments import Segment, select
 
 
@@ -45,6 +51,12 @@ def _audio_what(result: AudioImport, settings: AudioSettings) -> str:
 
 
 def _report_audio(result: AudioImport) -> None:
+    if result.real_time_factor > 1.0:
+        warn(
+            f"the recognizer took {result.real_time_factor:.2f} s of compute per second of audio "
+            f"({result.waited_steps} steps started after their audio was there): it does not keep up at "
+            "this interval on this machine; a larger --interval-ms or a smaller --asr-model keeps up"
+        )
     if result.segments_without_speech:
         ids = ", ".join(result.segments_without_speech[:20])
         more = "" if len(result.segments_without_speech) <= 20 else ", ..."

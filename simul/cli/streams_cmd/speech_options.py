@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 
+from simul.streams.asr.build import AudioSettings
 from simul.streams.asr.growing import StablePolicy
 from simul.streams.asr.recognizer import AsrWindow, ComputeType, RecognizerOptions, Vad
-from simul.streams.asr.run import AudioSettings
 from simul.streams.partials import DEFAULT_MAX_GAP_MS
 from simul.streams.partials.formats import AlignMode, PartialsFormat, TimeUnit
 from simul.streams.simulate import DEFAULT_INTERVAL_MS

@@ -7,7 +7,7 @@ interval of audio, and when each result is ready):
 
 * a stream per segment (``simul streams asr --audio``, ``simul streams acl6060 --audio-dir``): the segments
   of an audio file (:mod:`~simul.streams.asr.build`), each segment's growing audio recognized again and
-  again (:mod:`~simul.streams.asr.growing`), run over the segments by :mod:`~simul.streams.asr.run`;
+  again (:mod:`~simul.streams.asr.growing`);
 * a whole recording as one long-form stream (``--audio FILE --longform``): the whisper_streaming loop over a
   trimmed buffer (:mod:`~simul.streams.asr.online`), LocalAgreement-2 over timed words
   (:mod:`~simul.streams.asr.agreement`, whose word key both paths compare by), the stream and its figures

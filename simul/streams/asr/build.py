@@ -14,7 +14,8 @@ Where the segments come from:
 
 Every stream keeps the reference transcript (when known) in ``provenance.transcript`` and the recognizer's
 settings, audio file and timing in ``provenance.asr``, so WER and the real-time factor can be recomputed
-from the stream file.
+from the stream file. :func:`recognize_segments` is what the two commands call: it checks the settings and
+the audio, loads the recognizer and runs :func:`audio_streams`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simul.common.errors import SimulError
+from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.streams.asr.audio import SAMPLE_RATE, AudioInfo, audio_info, read_audio, split_on_silence
-from simul.streams.asr.growing import Hypothesis, Recognizer, recognize_growing, segment_steps
+from simul.streams.asr.growing import (
+    DEFAULT_INTERVAL_MS,
+    STABLE_POLICIES,
+    Hypothesis,
+    Recognizer,
+    recognize_growing,
+    segment_steps,
+)
+from simul.streams.asr.recognizer import RecognizerOptions, load_recognizer
 from simul.streams.asr.wer import WordErrors, corpus_errors
 from simul.streams.format import Step, Stream
 from simul.streams.segments import (
@@ -50,6 +59,23 @@ class AudioSegment:
 
     segment: Segment
     audio: Path
+
+
+@dataclass(frozen=True)
+class AudioSettings:
+    """Everything the audio path of the two commands takes from the command line."""
+
+    model: Path | None = None
+    interval_ms: float = DEFAULT_INTERVAL_MS
+    stable: str = "none"
+    options: RecognizerOptions = field(default_factory=RecognizerOptions)
+
+    def check(self) -> None:
+        if self.interval_ms <= 0:
+            raise UsageError(f"--interval-ms must be positive, got {self.interval_ms:g}")
+        if self.stable not in STABLE_POLICIES:
+            raise UsageError(f"unknown --stable {self.stable!r}: use one of {', '.join(STABLE_POLICIES)}")
+        self.options.check()
 
 
 @dataclass
@@ -338,3 +364,29 @@ def _stream(
     if segment.source:
         provenance["transcript"] = segment.source
     return stream_from_segment(segment, src, tgt, steps, provenance)
+
+
+def recognize_segments(
+    items: Sequence[AudioSegment],
+    settings: AudioSettings,
+    src: str,
+    tgt: str,
+    progress: Progress | None = None,
+) -> AudioImport:
+    """Recognize every segment's growing audio (Whisper base from its PyPI packages, or ``settings.model``)
+    and return the streams with their figures; audio errors come before the model is loaded."""
+    settings.check()
+    check_spans(items)
+    recognizer = load_recognizer(settings.model, settings.options)
+    result = audio_streams(
+        items,
+        recognizer,
+        src,
+        tgt,
+        settings.interval_ms,
+        settings.stable,
+        recognizer.describe(),
+        progress,
+    )
+    result.load_seconds = recognizer.load_seconds
+    return result
