@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,11 +58,14 @@ def _need_asr() -> Iterator[None]:
 
 
 def build(audio: Path, out: Path, *args: str) -> tuple[Stream, dict[str, Any]]:
+    """The stream and --json summary of one recording; on the fixed schedule unless ``args`` say --timing
+    (the tests check its updates, which --timing auto moves on a machine too slow to keep up)."""
+    timing = () if "--timing" in args else ("--timing", "measured")
     result = runner.invoke(
         app,
         [
             *("streams", "asr", "--audio", str(audio), "--longform", "--tgt-lang", "de", "-o", str(out)),
-            *("--json", "--asr-threads", "2", *args),
+            *("--json", "--asr-threads", "2", *timing, *args),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -297,3 +303,34 @@ def test_plain_text_references_get_times_near_the_yamls(
     )
     gold = own_transcript_yaal(talk, [(row.offset_ms, row.duration_ms) for row in rows])
     assert derived == pytest.approx(gold, rel=0.10), (derived, gold)
+
+
+def test_the_same_recording_gives_the_same_stream_file_on_1_2_and_4_threads(tmp_path: Path) -> None:
+    """numpy's BLAS threads (read from the environment when the process starts, hence one process per
+    count) and Whisper's --asr-threads together: a stream timed by the audio is a function of the recording,
+    the recognizer and its settings. Without simul's one-thread BLAS around Whisper, one OpenBLAS thread
+    against two gave other words at the fifth update of this recording (2026-12-02, a 2-core Zen 3)."""
+    files = []
+    for threads in (1, 2, 4):
+        count = str(threads)
+        env = {
+            **os.environ,
+            "OPENBLAS_NUM_THREADS": count,
+            "OMP_NUM_THREADS": count,
+            "MKL_NUM_THREADS": count,
+        }
+        out = tmp_path / f"threads-{threads}.jsonl"
+        command = [
+            *(sys.executable, "-m", "simul", "streams", "asr", "--audio", str(WAV), "--longform"),
+            *("--tgt-lang", "de", "--source", str(EN), "--ref", str(DE), "--timing", "audio"),
+            *("--asr-threads", count, "-o", str(out)),
+        ]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        files.append(out.read_bytes())
+    assert files[0] == files[1] == files[2]
+    (talk,) = read_streams(tmp_path / "threads-1.jsonl")
+    asr = talk.provenance["partials"]["asr"]
+    assert "threads" not in asr and "real_time_factor" not in asr and "compute_s" not in asr
+    assert asr["versions"]["ctranslate2"] and asr["versions"]["faster_whisper"]
+    assert not any({"compute_ms", "cpu_ms", "ready_ms"} & step.extra.keys() for step in talk.steps)

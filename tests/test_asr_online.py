@@ -32,8 +32,8 @@ from simul.streams.asr.online import (
     emission_times,
     recognize_recording,
 )
-from simul.streams.asr.schedule import chunk_ends
-from simul.streams.asr.talk import cost_by_quarter, talk_steps, word_times
+from simul.streams.asr.schedule import Schedule, chunk_ends
+from simul.streams.asr.talk import FallingBehind, KeepUpWatch, cost_by_quarter, talk_steps, word_times
 from simul.streams.format import Step, Stream, read_streams, write_streams
 
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -231,9 +231,88 @@ def test_online_timing_takes_all_audio_that_arrived_while_the_previous_update_ra
         ready = max(ready, update.audio_ms) + update.compute_ms
     assert len(updates) - 1 < 60 / 1.6 + 2  # fewer, larger chunks than the fixed schedule's 60
     fixed, _ = recognize_recording(
-        ScriptedRecognizer(scripted_words(60), clock, base_s=1.6), clock_audio(60), OnlineOptions()
+        ScriptedRecognizer(scripted_words(60), clock, base_s=1.6),
+        clock_audio(60),
+        OnlineOptions(timing="measured"),
     )
     assert len(fixed) == 61 and emission_times(fixed)[-1] > 60_000 + 30_000  # the fixed schedule falls behind
+
+
+def test_auto_timing_is_the_fixed_schedule_while_the_recognizer_keeps_up(clock: FakeClock) -> None:
+    auto, auto_loop = recognize_recording(
+        ScriptedRecognizer(scripted_words(60), clock), clock_audio(60), OnlineOptions(timing="auto")
+    )
+    fixed, fixed_loop = recognize_recording(
+        ScriptedRecognizer(scripted_words(60), clock), clock_audio(60), OnlineOptions(timing="measured")
+    )
+    assert auto_loop.late_updates == 0 and fixed_loop.late_updates == 0
+    assert [(u.audio_ms, u.committed, u.unconfirmed) for u in auto] == [
+        (u.audio_ms, u.committed, u.unconfirmed) for u in fixed
+    ]
+    assert committed_text(auto_loop) == committed_text(fixed_loop)
+
+
+@pytest.mark.parametrize("base_s", [1.3, 1.6, 3.0])
+def test_auto_timing_keeps_the_lag_bounded_where_the_fixed_schedule_cannot(
+    clock: FakeClock, base_s: float
+) -> None:
+    words = scripted_words(120)
+    auto, loop = recognize_recording(
+        ScriptedRecognizer(words, clock, base_s=base_s), clock_audio(120), OnlineOptions(timing="auto")
+    )
+    ready = emission_times(auto)
+    slowest = max(u.compute_ms for u in auto)
+    # never more than one update behind: each update started at most one update's compute after its audio
+    assert all(r - u.audio_ms <= 2 * slowest + 1e-6 for r, u in zip(ready, auto, strict=True))
+    assert ready[-1] - 120_000 <= 2 * slowest
+    assert loop.late_updates > 0
+    assert committed_text(loop) == " ".join(w.text for w in words)  # no word lost to the larger chunks
+    fixed, _ = recognize_recording(
+        ScriptedRecognizer(words, clock, base_s=base_s), clock_audio(120), OnlineOptions(timing="measured")
+    )
+    assert emission_times(fixed)[-1] - 120_000 > 10 * (ready[-1] - 120_000)
+
+
+@pytest.mark.parametrize("timing", ["auto", "measured", "audio", "online"])
+@pytest.mark.parametrize("interval_ms", [0.01, 333.3, 1000.0, 7000.0])
+def test_every_schedule_moves_forward_and_ends_at_the_last_sample(timing: str, interval_ms: float) -> None:
+    samples = 16_000 * 3 + 7
+    plan = Schedule(timing, samples, interval_ms, 16_000)
+    heard, ready, ends = 0, 0.0, []
+    while heard < samples:
+        end = plan.next_end(heard, ready)
+        assert heard < end <= samples
+        ends.append(end)
+        heard = end
+        ready = 1000.0 * heard / 16_000 + (1500.0 if timing in ("auto", "online") else 10.0)
+    assert ends[-1] == samples
+    if timing in ("measured", "audio"):
+        assert len(ends) <= len(chunk_ends(1000.0 * samples / 16_000, interval_ms))
+
+
+def test_falling_behind_is_said_once_with_the_options_that_help(clock: FakeClock) -> None:
+    events: list[FallingBehind] = []
+    options = OnlineOptions(timing="measured")
+    watch = KeepUpWatch(options, 60_000.0, events.append)
+    recognize_recording(
+        ScriptedRecognizer(scripted_words(60), clock, base_s=1.6), clock_audio(60), options, watch
+    )
+    assert len(events) == 1
+    event = events[0]
+    assert event.real_time_factor > 1 and event.lag_ms > 2000
+    message = event.message()
+    assert "--interval-ms" in message and "--timing auto" in message and "--asr-model" in message
+    assert "after the audio ends" in message
+    auto = FallingBehind(3, 3000.0, 2500.0, 1.8, 60_000.0, "auto").message()
+    assert "depends on this machine's speed" in auto and "--timing measured" in auto
+    quiet: list[FallingBehind] = []
+    recognize_recording(
+        ScriptedRecognizer(scripted_words(60), clock),
+        clock_audio(60),
+        options,
+        KeepUpWatch(options, 60_000.0, quiet.append),
+    )
+    assert quiet == []  # a recognizer that keeps up is not told anything
 
 
 def test_chunk_ends_and_emission_times() -> None:
@@ -276,8 +355,12 @@ def test_steps_hold_committed_text_unconfirmed_rest_and_word_times(clock: FakeCl
     times = [s.time_ms for s in steps]
     assert times == sorted(times)  # type: ignore[type-var]
     assert all(s.time_ms == s.extra["ready_ms"] and s.extra["ready_ms"] >= s.extra["audio_ms"] for s in steps)
-    assert [s.extra["audio_ms"] for s in talk_steps(updates, loop.committed, "audio")] == [
-        s.time_ms for s in talk_steps(updates, loop.committed, "audio")
+    by_audio = talk_steps(updates, loop.committed, "audio")
+    assert [s.extra["audio_ms"] for s in by_audio] == [s.time_ms for s in by_audio]
+    # timed by the audio, a step holds nothing measured on the machine
+    assert not any({"compute_ms", "cpu_ms", "ready_ms"} & s.extra.keys() for s in by_audio)
+    assert [(s.source, s.extra["word_ms"]) for s in by_audio] == [
+        (s.source, s.extra["word_ms"]) for s in steps
     ]
     # every word's time, put together from the steps, is the scripted time of that word
     final_times = word_times(steps)[-1]
@@ -499,7 +582,9 @@ def test_the_summary_shows_the_slowest_updates_and_how_many_ran_away(clock: Fake
                 return Recognition(out.words, out.segment_ends_ms, out.heard, capped=True)
             return out
 
-    updates, loop = recognize_recording(Stalling(scripted_words(60), clock), clock_audio(60), OnlineOptions())
+    updates, loop = recognize_recording(
+        Stalling(scripted_words(60), clock), clock_audio(60), OnlineOptions(timing="measured")
+    )
     steps = talk_steps(updates, loop.committed, "measured")
     talk = Stream.talk("t", "en", "de", tuple(steps), (), duration_ms=60_000.0)
     summary = TalkRecognition(talk, updates, loop, 60_000.0).summary()

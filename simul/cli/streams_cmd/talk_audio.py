@@ -65,10 +65,12 @@ class TalkAsrOptions:
         Timing,
         typer.Option(
             "--timing",
-            help="With --audio --longform: step times measured (an update every chunk, compute included), "
-            "audio (chunk ends) or online (whisper_streaming's live schedule).",
+            help="With --audio --longform: auto (an update every chunk while the recognizer keeps up, then "
+            "all the audio that arrived while it ran: a bounded lag), measured (an update every chunk, "
+            "compute included: the same transcript on any machine), audio (chunk ends, nothing measured in "
+            "the stream: the same file on any thread count) or online (whisper_streaming's live schedule).",
         ),
-    ] = "measured"
+    ] = "auto"
 
     tokens_per_s: Annotated[
         float,
@@ -170,7 +172,7 @@ def recognize_talk_audio(
     from simul.streams.asr.audio import audio_info
     from simul.streams.asr.build import _talk_of
     from simul.streams.asr.recognizer import load_recognizer
-    from simul.streams.asr.talk import recognize_talk, talk_segments
+    from simul.streams.asr.talk import FallingBehind, recognize_talk, talk_segments
 
     out, audio, source, name = request.out, request.audio, request.source, request.name
     audio_info(audio)  # an unreadable or empty file is an error before anything else
@@ -188,6 +190,10 @@ def recognize_talk_audio(
         "decoding_bounds": bounds.to_json(),
     }
     describe.pop("window", None)
+
+    def behind(event: FallingBehind) -> None:
+        warn(event.message())
+
     if err_console.is_terminal:
         with err_console.status("recognizing") as status:
 
@@ -196,12 +202,14 @@ def recognize_talk_audio(
                 status.update(markup(text, newlines=False))
 
             result = recognize_talk(
-                audio, reference_segments, recognizer, online, names, src, tgt, describe, progress
+                audio, reference_segments, recognizer, online, names, src, tgt, describe, progress, behind
             )
     else:
-        result = recognize_talk(audio, reference_segments, recognizer, online, names, src, tgt, describe)
+        result = recognize_talk(
+            audio, reference_segments, recognizer, online, names, src, tgt, describe, behind=behind
+        )
     result.load_seconds = recognizer.load_seconds
-    summary = result.summary()
+    summary = {**result.summary(), "asr_threads": recognizer_options.cpu_threads}
     if summary["forced_words"]:
         warn(
             f"{summary['forced_words']} words were committed without agreement when the buffer reached its "
@@ -219,6 +227,15 @@ def recognize_talk_audio(
     )
     if result.errors is not None:
         what += f", committed WER {result.errors.wer:.1%}"
+    if not summary["keeps_up"]:
+        helps = "a larger --interval-ms, " + (
+            "" if online.timing in ("auto", "online") else "--timing auto, "
+        )
+        warn(
+            f"the last result came {summary['final_lag_s']:.1f} s after the audio ended (RTF "
+            f"{result.real_time_factor:.2f}, --timing {online.timing}): this recognizer does not keep up at "
+            f"this interval on this machine; {helps}or a smaller --asr-model brings the lag down"
+        )
     # the data set name (--name) and the paths are the user's text: shown, never obeyed by the terminal
     err_console.print(visible(what + ")"), soft_wrap=True, highlight=False, markup=False)
     times = summary.get("segment_times")

@@ -36,9 +36,8 @@ emission), how long the recognition took (measured on this machine) and the buff
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
@@ -52,7 +51,7 @@ from simul.streams.asr.audio import SAMPLE_RATE, Samples
 
 Trim = Literal["segment", "sentence"]
 TRIMS: tuple[Trim, ...] = get_args(Trim)
-Timing = Literal["measured", "audio", "online"]
+Timing = Literal["auto", "measured", "audio", "online"]
 TIMINGS: tuple[Timing, ...] = get_args(Timing)
 PROMPT_CHARS = 200
 DEFAULT_CHUNK_MS = 1000.0
@@ -92,7 +91,7 @@ class OnlineOptions:
     trim: str = "segment"
     trim_after_ms: float = DEFAULT_TRIM_AFTER_MS
     limit_ms: float = DEFAULT_LIMIT_MS
-    timing: str = "measured"
+    timing: str = "auto"
     prompt_chars: int = PROMPT_CHARS
 
     def check(self) -> None:
@@ -156,6 +155,7 @@ class OnlineRecognizer:
     forced_words: int = 0
     trims: dict[str, int] = field(default_factory=dict)
     repeated_words_dropped: int = 0
+    late_updates: int = 0  # updates that started after their chunk end (the recognizer was busy)
 
     def insert_audio(self, samples: Samples) -> None:
         self.audio = np.concatenate([self.audio, np.asarray(samples, dtype=np.float32)])
@@ -299,44 +299,36 @@ class OnlineRecognizer:
         return kind
 
 
-def _samples_at(ms: float) -> int:
-    return round(ms * SAMPLE_RATE / 1000.0)
+UpdateWatch = Callable[[Update, float], None]  # (the update, when its result is ready on the talk clock)
 
 
 def recognize_recording(
-    recognizer: WordRecognizer, samples: Samples, options: OnlineOptions
+    recognizer: WordRecognizer,
+    samples: Samples,
+    options: OnlineOptions,
+    watch: UpdateWatch | None = None,
 ) -> tuple[list[Update], OnlineRecognizer]:
-    """Every update of one recording, the last one final, and the loop (for its counts).
-
-    ``timing`` ``audio`` and ``measured`` run the fixed schedule (an update at every chunk end, so the
-    transcripts do not depend on the machine's speed); ``online`` runs whisper_streaming's simultaneous
-    mode on the measured compute times: an update takes all the audio that arrived while the previous one
-    ran, at least one chunk.
-    """
+    """Every update of one recording, the last one final, and the loop (for its counts, among them
+    ``late_updates``). :class:`simul.streams.asr.schedule.Schedule` decides where each update's audio ends
+    (``--timing``); ``watch`` sees every update as it is done, with its ready time."""
     options.check()
-    duration_ms = 1000.0 * len(samples) / SAMPLE_RATE
     loop = OnlineRecognizer(recognizer, options)
+    plan = schedule.Schedule(options.timing, len(samples), options.interval_ms, SAMPLE_RATE)
     updates: list[Update] = []
     heard = 0
-    if options.timing == "online":
-        ready = 0.0
-        while heard < len(samples):
-            end_ms = min(duration_ms, max(ready, 1000.0 * heard / SAMPLE_RATE + options.interval_ms))
-            # the first sample at or after end_ms: an update never starts before its audio is there
-            end = len(samples) if end_ms >= duration_ms else math.ceil(end_ms * SAMPLE_RATE / 1000.0 - 1e-9)
-            loop.insert_audio(samples[heard:end])
-            heard = end
-            update = loop.process()
-            ready = max(ready, update.audio_ms) + update.compute_ms
-            updates.append(update)
-    else:
-        for end_ms in schedule.chunk_ends(duration_ms, options.interval_ms):
-            end = len(samples) if end_ms >= duration_ms else _samples_at(end_ms)
-            loop.insert_audio(samples[heard:end])
-            heard = end
-            updates.append(loop.process())
+    ready = 0.0
+    while heard < len(samples):
+        end = plan.next_end(heard, ready)
+        loop.insert_audio(samples[heard:end])
+        heard = end
+        update = loop.process()
+        ready = max(ready, update.audio_ms) + update.compute_ms
+        updates.append(update)
+        if watch is not None:
+            watch(update, ready)
     if updates:
         updates.append(loop.finish(updates[-1]))
+    loop.late_updates = plan.late
     return updates, loop
 
 

@@ -27,21 +27,31 @@ gate of :mod:`simul.streams.asr.audio`), or ``none``. Audio with less than :data
 gives an empty transcript without running Whisper; otherwise Whisper hears the audio from just before the
 first speech to just after the last (:data:`GATE_PAD_MS`), so leading and trailing silence cannot turn into
 words.
+
+A transcript is a function of the audio, the model, these options and the library versions, not of the
+machine's thread counts (:func:`one_blas_thread`): numpy's BLAS runs on one thread while Whisper works;
+CTranslate2's ``cpu_threads`` gave the same words and times on 1, 2 and 4 threads, and faster-whisper runs
+the Silero VAD (onnxruntime) on one thread itself. So ``threads`` is a run condition, reported in the
+summary, not part of a stream's provenance. What still differs between machines is the CPU's instruction
+set (OpenBLAS and CTranslate2 pick their kernels by it); the provenance records the library versions.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 import numpy as np
 
 from simul.common.errors import SimulError, UsageError
+from simul.machine.environment import cpu_isa
 from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
 from simul.streams.asr.online import Recognition
@@ -117,7 +127,7 @@ class DecodingBounds:
 
     ``seek_again``: False (default): one encoder and one decoder pass per update (:func:`one_window`);
     True: faster-whisper's own seek, which decodes the buffer again from its last timestamp when the first
-    decoding ends without closing its segment (two passes; the behaviour before issue 52).
+    decoding ends without closing its segment (two passes; what every update did before :func:`one_window`).
     """
 
     tokens_per_s: float = UPDATE_TOKENS_PER_SECOND
@@ -166,15 +176,15 @@ def one_window(split: Split) -> Split:
 
     faster-whisper 1.x (``WhisperModel.generate_segments``) splits a window's tokens at its timestamp pairs;
     when the output does not end on a closing timestamp (the speech runs on past the last segment, or the
-    token cap stopped it), it drops the unfinished tail and seeks to the last timestamp (with word
-    timestamps, to the last word's end), so that the rest of the buffer is encoded and decoded a second
-    time. On a long-form buffer that doubled an update's cost (2.7 s against a median of 0.56 s on the
-    issue-52 recording). This split keeps faster-whisper's segments of the window as they are and moves the
-    seek to the window's end: the audio after the last closed segment waits for the next update, a chunk
-    later (whisper_streaming's loop re-recognizes the whole buffer every chunk anyway). Keeping the
+    token cap stopped it), it drops the unfinished tail and seeks to the last timestamp (with word timestamps,
+    to the last word's end), so that the rest of the buffer is encoded and decoded a second time. On a
+    long-form buffer that doubled an update's cost (2.7 s against a median of 0.56 s on the recording of
+    docs/asr.md's worked example). This split keeps faster-whisper's segments of the window as they are and
+    moves the seek to the window's end: the audio after the last closed segment waits for the next update, a
+    chunk later (whisper_streaming's loop re-recognizes the whole buffer every chunk anyway). Keeping the
     unfinished tail's words instead let loops in: a loop cut off by the token cap is such a tail,
     LocalAgreement commits its repeats, and the next update, prompted with them, repeats them (committed WER
-    31.6 % against 18.5 % on the issue-52 recording). Buffers are at most 29 s
+    31.6 % against 18.5 % on the same recording). Buffers are at most 29 s
     (:data:`simul.streams.asr.online.MAX_LIMIT_MS`): one window holds all of them.
     """
 
@@ -264,6 +274,40 @@ def has_faster_whisper() -> bool:
     return True
 
 
+def recognizer_versions() -> dict[str, str | None]:
+    """The versions of the libraries a transcript depends on (None: not installed)."""
+    out: dict[str, str | None] = {}
+    for name in ("faster-whisper", "ctranslate2", "onnxruntime", "numpy"):
+        try:
+            out[name.replace("-", "_")] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name.replace("-", "_")] = None
+    return out
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread for the block.
+
+    faster-whisper's log-Mel spectrogram is a float32 matrix product (the 80 mel filters by the STFT
+    magnitudes), and OpenBLAS sums it in another order on another thread count: on the shipped ACL 60/60
+    recording, one BLAS thread against two changed the words of an update, and so the stream. The product is
+    small (80 x 201 by 201 x frames), so one thread costs nothing measurable. The BLAS libraries are looked
+    up once (:func:`_blas_controller`): a lookup takes milliseconds, a limit microseconds.
+    """
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        yield
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        raise SimulError(INSTALL_MESSAGE) from None
+    return ThreadpoolController()
+
+
 class WhisperRecognizer:
     """A loaded Whisper model; :meth:`recognize` is one stand-alone transcription of a whole buffer."""
 
@@ -312,18 +356,22 @@ class WhisperRecognizer:
         """One short decoding at load time, so the first measured step does not pay for paging in weights."""
         rng = np.random.default_rng(0)
         noise = (0.01 * rng.standard_normal(SAMPLE_RATE)).astype(np.float32)
-        if self.options.window == "padded":
-            self._padded(noise)
-        else:
-            self._trimmed(noise, 1000.0)
+        with one_blas_thread():
+            if self.options.window == "padded":
+                self._padded(noise)
+            else:
+                self._trimmed(noise, 1000.0)
 
     def describe(self) -> dict[str, Any]:
         """What produced a transcript (for provenance)."""
+        settings = asdict(self.options)
+        del settings["threads"]  # a run condition: the transcript is the same on any thread count
         return {
             "recognizer": "faster-whisper",
             "model": self.model_dir.name,
-            **asdict(self.options),
-            "threads": self.options.cpu_threads,
+            **settings,
+            "versions": recognizer_versions(),
+            "cpu_isa": cpu_isa(),
             "temperature": 0.0,
             "condition_on_previous_text": False,
             "timestamps": False,
@@ -359,6 +407,10 @@ class WhisperRecognizer:
 
     def recognize(self, samples: Samples) -> str:
         """The transcript of the whole buffer (16 kHz mono), or "" when it holds no speech."""
+        with one_blas_thread():
+            return self._recognize(samples)
+
+    def _recognize(self, samples: Samples) -> str:
         span = self.speech_span(samples)
         if span is None:
             return ""
@@ -417,12 +469,13 @@ class WhisperRecognizer:
         encoded and decoded once (:func:`one_window`: the audio after the last closed segment waits for the
         next update).
         """
-        if self.speech_span(samples) is None:
-            return Recognition((), (), heard=False)
-        if self.bounds.seek_again:
-            return self._words(samples, prompt)
-        with decoded_once(self._model):
-            return self._words(samples, prompt)
+        with one_blas_thread():
+            if self.speech_span(samples) is None:
+                return Recognition((), (), heard=False)
+            if self.bounds.seek_again:
+                return self._words(samples, prompt)
+            with decoded_once(self._model):
+                return self._words(samples, prompt)
 
     def _words(self, samples: Samples, prompt: str) -> Recognition:
         cap = self.bounds.max_new_tokens(1000.0 * len(samples) / SAMPLE_RATE)

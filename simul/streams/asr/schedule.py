@@ -7,10 +7,23 @@ buffer, simul.streams.asr.online).
 * :func:`emission_times`: computation-aware emission of one recognizer working through the updates in order,
   each starting when its audio is there and the previous one is done:
   ``ready_i = max(audio_i, ready_(i-1)) + compute_i``. Times never decrease.
+* :class:`Schedule`: where each update of a whole recording ends (in samples), by ``--timing``:
+
+  - ``audio`` and ``measured``: the fixed schedule, whatever the machine's speed, so the transcript is the
+    same on a fast and a slow machine; a recognizer slower than the audio falls further behind at every
+    update (its lag grows with the recording);
+  - ``online``: whisper_streaming's simultaneous mode: an update takes all the audio that arrived while the
+    previous one ran, at least one interval more;
+  - ``auto``: the fixed schedule while the recognizer keeps up (it is free by the next chunk end: the
+    updates are then those of ``measured``), and all the audio that arrived while it ran when it is not, so
+    that the lag stays within about one update's compute time. On a machine that keeps up, ``auto`` and
+    ``measured`` give the same stream; on one that does not, ``auto`` trades the fixed transcript for a
+    bounded lag, and the stream's provenance counts the updates that came late.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from simul.common.errors import UsageError
@@ -37,3 +50,45 @@ def emission_times(audio_ms: Sequence[float], compute_ms: Sequence[float]) -> li
         ready = max(heard, ready) + compute
         times.append(ready)
     return times
+
+
+class Schedule:
+    """Where the updates of one recording end, in samples (see the module docstring for the timings).
+
+    :meth:`next_end` takes the samples heard so far and when the recognizer is free (ms on the talk's
+    clock: the previous update's ready time) and returns the end of the next update's audio; ``late``
+    counts the updates that started after their chunk end because the recognizer was still busy.
+    """
+
+    def __init__(self, timing: str, samples: int, interval_ms: float, sample_rate: int) -> None:
+        self.timing = timing
+        self.samples = samples
+        self.interval_ms = interval_ms
+        self.rate = sample_rate
+        duration_ms = 1000.0 * samples / sample_rate
+        self._grid = [
+            samples if end >= duration_ms else round(end * sample_rate / 1000.0)
+            for end in chunk_ends(duration_ms, interval_ms)
+        ]
+        self._next = 0  # the first grid point not yet passed
+        self.late = 0
+
+    def _at(self, ms: float) -> int:
+        """The first sample at or after ``ms``: an update never starts before its audio is there."""
+        if ms >= 1000.0 * self.samples / self.rate:
+            return self.samples
+        return min(self.samples, math.ceil(ms * self.rate / 1000.0 - 1e-9))
+
+    def next_end(self, heard: int, ready_ms: float) -> int:
+        if self.timing == "online":
+            heard_ms = 1000.0 * heard / self.rate
+            end = self._at(max(ready_ms, heard_ms + self.interval_ms))
+            self.late += ready_ms > heard_ms + self.interval_ms
+            return end
+        while self._next < len(self._grid) - 1 and self._grid[self._next] <= heard:
+            self._next += 1
+        grid = self._grid[self._next]
+        if self.timing == "auto" and ready_ms > 1000.0 * grid / self.rate:
+            self.late += 1
+            return max(grid, self._at(ready_ms))
+        return grid

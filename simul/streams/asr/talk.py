@@ -18,7 +18,14 @@ transcript becomes a step holding the committed text followed by the unconfirmed
 ``word_ms`` starts at the first word that was not committed at the previous step: committed words never
 change, so the times of every word of a step are those of earlier steps followed by its own (a step stays
 small whatever the talk's length; :func:`word_times` puts them together). ``time_ms`` is ``ready_ms``
-(``--timing measured`` or ``online``) or ``audio_ms`` (``--timing audio``).
+(``--timing auto``, ``measured`` or ``online``) or ``audio_ms`` (``--timing audio``). With ``--timing audio``
+the stream holds nothing measured (no ``compute_ms``, ``cpu_ms`` or ``ready_ms``, no real-time factor in its
+provenance): it is then a function of the recording, the recognizer, its settings and the library versions,
+the same file on any thread count; the measured figures are in the summary (``--json``).
+
+A recognizer slower than the audio is named as soon as it falls behind (:class:`KeepUpWatch`, the
+``behind`` callback of :func:`recognize_talk`): its real-time factor so far, the lag, and the options that
+help.
 
 The reference segmentation comes from ``--segments YAML`` (timed, rows of this recording) or from the lines
 of ``--source``/``--ref``; without either the stream has no segments (no quality scores). Lines get their
@@ -46,6 +53,7 @@ from simul.streams.asr.online import (
     OnlineOptions,
     OnlineRecognizer,
     Update,
+    UpdateWatch,
     WordRecognizer,
     emission_times,
     recognize_recording,
@@ -63,6 +71,83 @@ MIN_LINES_JUDGED = 10
 # The summary's runaway updates: over this long (ms), and the slowest this many listed.
 SLOW_UPDATE_MS = 1500.0
 SLOWEST_SHOWN = 5
+# The recognizer is said to fall behind once its result is ready this long after its audio (ms, or one
+# interval when that is longer) with more compute than audio so far; it keeps up when its last result is
+# ready within KEEPS_UP_FINAL_LAG_S of the recording's end.
+BEHIND_LAG_MS = 2000.0
+KEEPS_UP_FINAL_LAG_S = 3.0
+# The provenance figures that are measured on the machine: a stream timed by the audio leaves them out.
+MEASURED_FIGURES = (
+    "compute_s",
+    "real_time_factor",
+    "update_ms_by_quarter",
+    "update_cpu_ms_by_quarter",
+    "update_ms_median",
+    "updates_over_2x_median",
+    "final_lag_s",
+    "max_lag_s",
+    "keeps_up",
+    "late_updates",
+)
+
+
+@dataclass(frozen=True)
+class FallingBehind:
+    """The first update after which the recognizer was behind the audio (see BEHIND_LAG_MS)."""
+
+    update: int
+    audio_ms: float
+    lag_ms: float
+    real_time_factor: float  # compute so far over audio so far
+    duration_ms: float
+    timing: str
+
+    def message(self) -> str:
+        head = (
+            f"the recognizer is slower than the audio on this machine: {self.real_time_factor:.2f} s of "
+            f"compute per second of audio over the first {self.update} updates, {self.lag_ms / 1000:.1f} s "
+            f"behind at {self.audio_ms / 1000:.0f} s of audio"
+        )
+        if self.timing in ("auto", "online"):
+            return (
+                f"{head}; the updates now take all the audio that arrived while the previous one ran "
+                f"(--timing {self.timing}), so the lag stays bounded but the transcript depends on this "
+                "machine's speed (--timing measured keeps the fixed schedule)"
+            )
+        remaining = max(0.0, self.duration_ms - self.audio_ms)
+        final = self.lag_ms + max(0.0, self.real_time_factor - 1.0) * remaining
+        return (
+            f"{head}; at this rate the last result comes about {final / 1000:.0f} s after the audio ends. "
+            "A larger --interval-ms (fewer updates), --timing auto (the fixed schedule while it keeps up, "
+            "then the audio that arrived meanwhile) or a smaller --asr-model keeps up"
+        )
+
+
+class KeepUpWatch:
+    """Watches the updates as they are done and reports, once, when the recognizer falls behind."""
+
+    def __init__(
+        self, options: OnlineOptions, duration_ms: float, report: Callable[[FallingBehind], None]
+    ) -> None:
+        self.options = options
+        self.duration_ms = duration_ms
+        self.report = report
+        self.count = 0
+        self.compute_ms = 0.0
+        self.reported = False
+
+    def __call__(self, update: Update, ready_ms: float) -> None:
+        self.count += 1
+        self.compute_ms += update.compute_ms
+        lag = ready_ms - update.audio_ms
+        if self.reported or update.audio_ms <= 0 or self.compute_ms <= update.audio_ms:
+            return
+        if lag > max(BEHIND_LAG_MS, self.options.interval_ms):
+            self.reported = True
+            rtf = self.compute_ms / update.audio_ms
+            self.report(
+                FallingBehind(self.count, update.audio_ms, lag, rtf, self.duration_ms, self.options.timing)
+            )
 
 
 @dataclass
@@ -148,6 +233,13 @@ class TalkRecognition:
             ],
             "cost_growth": round(quarters[-1] / quarters[0], 3) if quarters and quarters[0] > 0 else None,
             "final_lag_s": round((ready[-1] - self.duration_ms) / 1000.0, 3) if ready else None,
+            "max_lag_s": round(
+                max((r - u.audio_ms for r, u in zip(ready, self.updates, strict=True)), default=0.0) / 1000.0,
+                3,
+            ),
+            "keeps_up": bool(ready) and ready[-1] - self.duration_ms <= 1000.0 * KEEPS_UP_FINAL_LAG_S,
+            "timing": self.loop.options.timing,
+            "late_updates": self.loop.late_updates,
             **self.slow_updates(),
             "model_load_s": round(self.load_seconds, 3),
         }
@@ -259,11 +351,18 @@ def talk_steps(updates: Sequence[Update], committed: Sequence[TimedWord], timing
         if not source or (steps and steps[-1].source == source and not update.final):
             continue
         timed = [*committed[previous_committed : update.committed], *update.unconfirmed]
+        measured = (
+            {}
+            if timing == "audio"
+            else {
+                "compute_ms": round(update.compute_ms, 1),
+                "cpu_ms": round(update.cpu_ms, 1),
+                "ready_ms": round(ready_ms, 1),
+            }
+        )
         extra: dict[str, Any] = {
             "audio_ms": round(update.audio_ms, 1),
-            "compute_ms": round(update.compute_ms, 1),
-            "cpu_ms": round(update.cpu_ms, 1),
-            "ready_ms": round(ready_ms, 1),
+            **measured,
             "committed_chars": len(committed_text),
             "buffer_start_ms": round(update.buffer_start_ms, 1),
             "buffer_ms": round(update.buffer_ms, 1),
@@ -305,17 +404,28 @@ def recognize_talk(
     tgt: str,
     describe: dict[str, Any],
     progress: Progress | None = None,
+    behind: Callable[[FallingBehind], None] | None = None,
 ) -> TalkRecognition:
     """Recognize one recording as it arrives and build its long-form stream (``names``: the data set and
-    the stream id)."""
+    the stream id). ``progress`` sees every update (count, audio heard, recording length, in ms);
+    ``behind`` is told once when the recognizer falls behind the audio (:class:`KeepUpWatch`)."""
     dataset, stream_id = names
     info = audio_info(audio)
     samples: Samples = read_audio(audio)
     duration_ms = 1000.0 * len(samples) / SAMPLE_RATE
-    if progress is None:
-        updates, loop = recognize_recording(recognizer, samples, options)
-    else:
-        updates, loop = _with_progress(recognizer, samples, options, duration_ms, progress)
+    keep_up = None if behind is None else KeepUpWatch(options, duration_ms, behind)
+    count = 0
+
+    def watch(update: Update, ready_ms: float) -> None:
+        nonlocal count
+        count += 1
+        if progress is not None:
+            progress(count, update.audio_ms, duration_ms)
+        if keep_up is not None:
+            keep_up(update, ready_ms)
+
+    seen: UpdateWatch | None = watch if progress is not None or keep_up is not None else None
+    updates, loop = recognize_recording(recognizer, samples, options, seen)
     steps = talk_steps(updates, loop.committed, options.timing)
     if not steps:
         raise SimulError(
@@ -372,26 +482,17 @@ def recognize_talk(
     if transcript:
         result.errors = word_errors(transcript, steps[-1].source)
     figures = result.summary()
-    asr.update(
-        {
-            key: figures[key]
-            for key in (
-                "recognitions",
-                "compute_s",
-                "real_time_factor",
-                "buffer_max_s",
-                "limit_cuts",
-                "forced_words",
-                "trims",
-                "update_ms_by_quarter",
-                "update_cpu_ms_by_quarter",
-                "update_ms_median",
-                "updates_over_2x_median",
-                "capped_updates",
-                "loops_dropped",
-            )
-        }
+    kept = (
+        "recognitions",
+        "buffer_max_s",
+        "limit_cuts",
+        "forced_words",
+        "trims",
+        "capped_updates",
+        "loops_dropped",
+        *(() if options.timing == "audio" else MEASURED_FIGURES),
     )
+    asr.update({key: figures[key] for key in kept})
     provenance: dict[str, Any] = {
         "dataset": dataset,
         "talk": talk,
@@ -408,24 +509,3 @@ def recognize_talk(
         provenance["transcript"] = transcript
     result.stream = replace(result.stream, provenance=provenance)
     return result
-
-
-def _with_progress(
-    recognizer: WordRecognizer,
-    samples: Samples,
-    options: OnlineOptions,
-    duration_ms: float,
-    progress: Progress,
-) -> tuple[list[Update], OnlineRecognizer]:
-    """:func:`recognize_recording` with a callback after every update."""
-
-    class Reporting:
-        count = 0
-
-        def words(self, buffer: Samples, prompt: str) -> Any:
-            Reporting.count += 1
-            heard = min(duration_ms, Reporting.count * options.interval_ms)
-            progress(Reporting.count, heard, duration_ms)
-            return recognizer.words(buffer, prompt)
-
-    return recognize_recording(Reporting(), samples, options)
