@@ -1,4 +1,4 @@
-"""One rule for every learned metric (issue 51, simul.metrics.learned): `simul score --update` keeps every
+"""One rule for every learned metric (simul.metrics.learned_models): `simul score --update` keeps every
 figure the run already has unless an option drops it (``none``) or names another model. Shown end to end on a
 tiny run with the tiny offline COMET, XCOMET and BLEURT checkpoints, in every order of adding the three, and
 on the rule's own functions for runs written before ``xcomet_model`` existed."""
@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simul.cli import app
-from simul.metrics.learned import config_models, run_models
+from simul.metrics.learned_models import config_models, run_models
 from simul.runs.directory import ERROR_SPANS_FILE
 from tests.helpers import eval_args
 

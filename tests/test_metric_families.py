@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from simul.metrics.families.figures import Figures, combine
 from simul.metrics.families.quality import quality_figures
+from simul.metrics.family import Figures, combine
 from tests.helpers import make_streams
 
 

@@ -16,8 +16,9 @@ from simul.metrics.families.reader_stability import (
     reader_stability_figures,
     stream_stability,
 )
+from simul.metrics.family import FamilyInput
 from simul.metrics.registry import FAMILIES, METRICS
-from simul.metrics.spec import FamilyInput
+from simul.request.methods import Method
 
 # tokens at each update and the update's clock (ms): b is erased after 200 ms, then all four after 900,
 # 700, 700 and 400 ms
@@ -56,7 +57,7 @@ def _step(output: str, display: str, time_ms: float | None, source: str) -> Any:
 def _given(steps: list[Any]) -> FamilyInput:
     result = SimpleNamespace(stream_id="s1", steps=steps)
     stream = SimpleNamespace(src="en", tgt="de")
-    return FamilyInput([result], {"s1": stream}, "13a")  # type: ignore[list-item,dict-item]
+    return FamilyInput(Method(name="rt"), [result], {"s1": stream}, "13a")  # type: ignore[list-item,dict-item]
 
 
 def test_timed_streams_count_in_ms_and_displays_apart_from_raw_outputs() -> None:

@@ -19,7 +19,7 @@ from simul.cli.common import (
     out_option,
     print_json,
 )
-from simul.cli.scoring_options import BleurtModelOpt
+from simul.cli.scoring_options import learned_options
 from simul.metrics.comet import DEFAULT_COMET_MODEL
 from simul.reports.tables import methods_table, units_caption
 from simul.runs.ingest.run import INGEST_FORMATS, IngestFormat, IngestRequest, ingest
@@ -29,6 +29,7 @@ from simul.runs.ingest.simulstream_log import SimulstreamUnit  # word, char, spm
 def register(app: typer.Typer) -> None:
     @app.command("ingest", cls=command_class())
     @handle_errors
+    @learned_options
     def ingest_command(
         path: Annotated[Path, typer.Argument(help="The system's per-update outputs.")],
         format: Annotated[
@@ -67,10 +68,10 @@ def register(app: typer.Typer) -> None:
                 "computation-aware latency depends on it; `simul rank` shows it beside the system.",
             ),
         ] = None,
-        bleurt_model: BleurtModelOpt = None,
         overwrite: OverwriteOpt = False,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
+        learned: dict[str, str | None] | None = None,
     ) -> None:
         """Score outputs simul did not decode: write a complete run directory that score, diff, show and
         export read like any other."""
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
                 comet_model=comet_model,
                 overwrite=overwrite,
                 hardware=hardware,
-                bleurt_model=bleurt_model,
+                learned_models=learned or {},
             )
         )
         rows = outcome.scored.methods_json()

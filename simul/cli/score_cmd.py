@@ -11,16 +11,17 @@ import typer
 from simul.cli.aliases import command_class
 from simul.cli.common import JsonOpt, QuietOpt, err_console, handle_errors, print_json, warn_being_written
 from simul.cli.scoring_options import (
-    BleurtModelOpt,
     RequireCometOpt,
     RescoreCometBatchOpt,
     Resegmenter,
     ScoreCometModelOpt,
+    learned_options,
 )
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt, markup
-from simul.metrics.learned import MODEL_FIELDS, config_models, load_for_run, run_models
-from simul.metrics.registry import metric_info
+from simul.metrics.comet import COMET
+from simul.metrics.learned_models import config_models, load_for_run, run_models
+from simul.metrics.registry import LEARNED, metric_info
 from simul.metrics.scoring import DEFAULT_RESEGMENT, RESEGMENTERS, not_available, score
 from simul.reports.tables import TABLE2_COLUMNS, methods_table, reference_note, units_caption
 from simul.reports.timing_notes import TimingNotes
@@ -41,12 +42,12 @@ from simul.streams.scorable import check_longform_scoring
 def register(app: typer.Typer) -> None:
     @app.command("score", cls=command_class())
     @handle_errors
+    @learned_options
     def score_command(
         run_dir: Annotated[Path, typer.Argument(help="A run directory written by `simul eval --out`.")],
         comet_model: ScoreCometModelOpt = None,
         comet_batch_size: RescoreCometBatchOpt = None,
         require_comet: RequireCometOpt = False,
-        bleurt_model: BleurtModelOpt = None,
         metric: Annotated[
             list[str] | None, typer.Option("--metric", "-m", help="Only show these metrics (repeatable).")
         ] = None,
@@ -66,12 +67,13 @@ def register(app: typer.Typer) -> None:
                 help="Long-form runs: softsegmenter (OmniSTEval) or mwer (mweralign). Default: the run's.",
             ),
         ] = None,
+        learned: dict[str, str | None] | None = None,
     ) -> None:
         """Recompute every metric from a run directory (to add COMET, or to check a run).
 
         Every learned figure the run has (COMET, XCOMET, BLEURT) is recomputed with the run's model unless
-        --comet-model or --bleurt-model drops it (none) or names another model: adding one never drops
-        another."""
+        --comet-model or the metric's own option (--bleurt-model) drops it (none) or names another model:
+        adding one never drops another."""
         if update and allow_incomplete:
             raise UsageError(
                 "--update writes a complete run's figures; it cannot be combined with --allow-incomplete"
@@ -92,10 +94,11 @@ def register(app: typer.Typer) -> None:
             config = loaded.run["config"]
             batch = comet_batch_size or int(config.get("comet_batch_size", 16))
             # the run's learned metrics, each kept unless an option drops it or names another model
-            learned = load_for_run(loaded.run, comet_model, bleurt_model, batch)
-            for kept in learned.notes:
+            given = {**(learned or {}), COMET.option: comet_model}
+            scorers = load_for_run(loaded.run, given, batch)
+            for kept in scorers.notes:
                 err_console.print(f"[yellow]{markup(kept)}[/yellow]")
-            missing_comet = learned.option_error or learned.comet_reason
+            missing_comet = scorers.option_error or scorers.comet_reason
             if missing_comet is not None and require_comet:
                 raise SimulError(f"COMET is required (--require-comet) but unavailable: {missing_comet}")
             scored = score(
@@ -103,8 +106,8 @@ def register(app: typer.Typer) -> None:
                 loaded.results,
                 loaded.streams,
                 config["ne_tokenizer"],
-                learned.scorers,
-                learned.comet_reason,
+                scorers.scorers,
+                scorers.comet_reason,
                 not_available(loaded.run),
                 resegment=resegment or _run_resegment(run_dir, config),
             )
@@ -114,10 +117,10 @@ def register(app: typer.Typer) -> None:
                 run["signatures"] = scored.signatures
                 run["comet"] = scored.comet
                 run["methods"] = rows
-                if learned.models != run_models(run):  # the config names what the figures were made with
-                    for name in MODEL_FIELDS.values():
-                        config.pop(name, None)
-                    config.update(config_models(learned.models))
+                if scorers.models != run_models(run):  # the config names what the figures were made with
+                    for scored_metric in LEARNED:
+                        config.pop(scored_metric.config_field, None)
+                    config.update(config_models(scorers.models))
                 if finish:
                     run["status"] = STATUS_COMPLETE
                     run["scored_later"] = {"by": "simul score", "error": run.pop("scoring_error", None)}

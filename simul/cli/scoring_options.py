@@ -3,11 +3,17 @@ each, so that they are spelled, listed and checked alike."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from simul.cli.common import one_of
+from simul.metrics.comet import COMET
+from simul.metrics.learned_models import options
 from simul.metrics.scoring import RESEGMENTERS
 
 if TYPE_CHECKING:
@@ -28,27 +34,48 @@ RescoreCometModelOpt = Annotated[
         help="COMET model name or checkpoint path ('none' to skip). Default: the one the run was made with.",
     ),
 ]
-# score: one rule for every learned metric (simul.metrics.learned)
-ScoreCometModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--comet-model",
-        help="COMET or XCOMET model name or checkpoint path: computes the figure of its class (COMET or "
-        "XCOMET) and keeps the other ('none' drops both). Default: the run's models.",
-    ),
-]
+# score: one rule for every learned metric (simul.metrics.learned_models); the option COMET and XCOMET share
+ScoreCometModelOpt = Annotated[str | None, typer.Option(COMET.option, help=COMET.help)]
 RescoreCometBatchOpt = Annotated[
     int | None, typer.Option("--comet-batch-size", help="COMET batch size. Default: the run's.")
-]
-BleurtModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--bleurt-model",
-        help="A local BLEURT checkpoint folder (bleurt-pytorch; e.g. a download of lucadiliello/BLEURT-20) "
-        "to score BLEURT too, IWSLT 2026's extra result ('none' to drop it). Default: the run's, if any. "
-        "Adding BLEURT keeps the run's COMET and XCOMET.",
-    ),
 ]
 RequireCometOpt = Annotated[
     bool, typer.Option("--require-comet/--no-require-comet", help="Fail when COMET cannot be loaded.")
 ]
+
+
+def learned_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with an option for each learned metric that has one of its own (``--bleurt-model``), as
+    its record names and explains it (simul.metrics.registry.LEARNED), after the command's own parameters.
+    The command takes them as ``learned``: option -> value, None when not given. An option that several
+    metrics share (``--comet-model``) is declared by each command, with the command's default."""
+    own = {
+        option.lstrip("-").replace("-", "_"): metrics[0]
+        for option, metrics in options().items()
+        if len(metrics) == 1
+    }
+    hints = typing.get_type_hints(command, include_extras=True)
+    kept = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in inspect.signature(command).parameters.values()
+        if p.name != "learned"
+    ]
+    added = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[str | None, typer.Option(metric.option, help=metric.help)],
+        )
+        for name, metric in own.items()
+    ]
+
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> None:
+        learned = {metric.option: kwargs.pop(name, None) for name, metric in own.items()}
+        command(*args, learned=learned, **kwargs)
+
+    parameters = [*kept, *added]
+    setattr(with_options, "__signature__", inspect.Signature(parameters))  # noqa: B010 (read by typer)
+    with_options.__annotations__ = {p.name: p.annotation for p in parameters}
+    return with_options

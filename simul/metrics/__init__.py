@@ -1,9 +1,9 @@
 """Scoring: every metric of every method over decoded streams.
 
-What a metric is: ``spec`` (one record per metric, and what a metric family that brings its own metrics
-gives) and ``registry`` (every record, and the families that register theirs). Putting a run's figures
-together: ``scoring`` (every method of a run, with the learned scorers, as `simul eval` and `simul score`
-do), ``compute`` (one method's report from the families in ``families/``) and ``longform/`` (whole talks
+What a metric is: ``spec`` (one record per metric), ``family`` (what a metric family is, reads and gives)
+and ``registry`` (the families, and every record). Putting a run's figures together: ``scoring`` (every
+method of a run, with the learned scorers, as `simul eval` and `simul score` do), ``compute`` (one method's
+report from the families in ``families/``, each with its records) and ``longform/`` (whole talks
 re-segmented onto their reference segments, IWSLT 2026). The metrics: ``quality`` (BLEU and chrF with
 sacrebleu) and ``sacrebleu_stats`` (their per-segment statistics, for resampling), ``erasure`` (normalized
 erasure), ``latency`` and ``delays`` (LAAL, AL, DAL, YAAL), ``degeneracy`` (SWF, EFSW, DSPTV), ``speed``

@@ -25,6 +25,8 @@ from typing import Any
 
 from simul.common.errors import SimulError
 from simul.metrics.comet_model import check_memory, quiet
+from simul.metrics.learned import LearnedMetric
+from simul.metrics.spec import MetricInfo
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -127,3 +129,23 @@ def load_bleurt(path: str | None, batch_size: int = 16) -> tuple[BleurtScorer | 
         return BleurtScorer(path, batch_size), None
     except SimulError as exc:
         return None, str(exc)
+
+
+BLEURT = LearnedMetric(
+    info=MetricInfo(
+        "bleurt",
+        True,
+        "BLEURT",
+        "BLEURT system score (mean of segment scores; bleurt-pytorch)",
+        fmt=".3f",
+        quality=True,
+        segment_mean=True,
+        learned=True,
+    ),
+    config_field="bleurt_model",
+    option="--bleurt-model",
+    help="A local BLEURT checkpoint folder (bleurt-pytorch; e.g. a download of lucadiliello/BLEURT-20) to "
+    "score BLEURT too, IWSLT 2026's extra result ('none' to drop it). Default: the run's, if any. Adding "
+    "BLEURT keeps the run's COMET and XCOMET.",
+    load=load_bleurt,
+)

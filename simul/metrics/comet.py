@@ -36,8 +36,19 @@ from simul.metrics.comet_model import (
     model_class,
     quiet,
 )
+from simul.metrics.learned import LearnedMetric
+from simul.metrics.spec import MetricInfo
 
-__all__ = ["DEFAULT_COMET_MODEL", "NO_COMET", "CometLike", "CometScorer", "CometScores", "load_comet"]
+__all__ = [
+    "COMET",
+    "DEFAULT_COMET_MODEL",
+    "NO_COMET",
+    "XCOMET",
+    "CometLike",
+    "CometScorer",
+    "CometScores",
+    "load_comet",
+]
 
 DEFAULT_COMET_MODEL = "Unbabel/wmt22-comet-da"
 NO_COMET = ("none", "off", "")
@@ -107,3 +118,46 @@ def load_comet(model: str, batch_size: int = 16) -> tuple[CometLike | None, str 
         raise
     except SimulError as exc:
         return None, str(exc)
+
+
+COMET_OPTION_HELP = (
+    "COMET or XCOMET model name or checkpoint path: computes the figure of its class (COMET or XCOMET) and "
+    "keeps the other ('none' drops both). Default: the run's models."
+)
+# One option and one loader for both: the checkpoint's class says which metric a model scores.
+COMET = LearnedMetric(
+    info=MetricInfo(
+        "comet",
+        True,
+        "COMET",
+        "COMET system score (mean of segment scores)",
+        fmt=".3f",
+        quality=True,
+        segment_mean=True,
+        learned=True,
+        rank_auto=2,
+    ),
+    config_field="comet_model",
+    option="--comet-model",
+    help=COMET_OPTION_HELP,
+    load=load_comet,
+    unset_as="none",
+)
+XCOMET = LearnedMetric(
+    info=MetricInfo(
+        "xcomet",
+        True,
+        "XCOMET",
+        "XCOMET system score (mean of segment scores; IWSLT 2026 ranks by XCOMET-XL)",
+        fmt=".3f",
+        quality=True,
+        segment_mean=True,
+        learned=True,
+        replaces="comet",
+        rank_auto=1,
+    ),
+    config_field="xcomet_model",
+    option="--comet-model",
+    help=COMET_OPTION_HELP,
+    load=load_comet,
+)

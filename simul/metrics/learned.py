@@ -1,5 +1,5 @@
-"""Learned segment scorers (COMET, XCOMET, BLEURT and whatever comes next): one protocol, and one rule for
-which of them a run is scored with.
+"""Learned segment scorers (COMET, XCOMET, BLEURT and whatever comes next): one protocol, and one record of
+what each learned metric owns.
 
 *Protocol.* A :class:`SegmentScorer` scores (source, hypothesis, reference) triples and returns
 :class:`SegmentScores`: the system score (the mean of the segment scores), each segment's score, a
@@ -8,24 +8,21 @@ BLEURT's cut pairs) and, for XCOMET, each segment's error spans (``details``). `
 metric the scores go to (``comet``, ``xcomet``, ``bleurt``); a scorer that reads no source (BLEURT) says so
 with ``needs_source = False``, so that segments without a source transcript are still scored.
 
-*The rule* (:func:`run_models`, :func:`chosen_models`). A run records the model of each learned metric in its
-config: ``comet_model`` (COMET; `simul eval --comet-model` may name an XCOMET model there, as runs made before
-``xcomet_model`` existed do, which the run's ``comet`` block's ``kind`` tells), ``xcomet_model`` and
-``bleurt_model``. `simul score` recomputes every learned figure the run has, with the run's model, unless it
-is told to drop it (``--comet-model none`` drops COMET and XCOMET, ``--bleurt-model none`` BLEURT) or to
-compute it with another model (``--comet-model M`` replaces the figure of M's class, COMET or XCOMET, and
-keeps the other). Adding one learned metric to a run never drops another.
+*Record.* A :class:`LearnedMetric` is what a learned metric brings, as SimulEval's scorers bring
+``add_args`` and ``from_args``: its metric record, the run.json config field that records its model, the
+command-line option that names a model (with its help) and the loader. simul.metrics.registry lists them
+(``LEARNED``); the rule of which models a run is scored with, the options of `simul score` and
+`simul ingest`, run.json's config and the tables read them from there (simul.metrics.learned_models).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-# run.json metric of each learned scorer, in the order a run is scored and reported
-LEARNED_KINDS = ("comet", "xcomet", "bleurt")
-# run.json config field that records each one's model
-MODEL_FIELDS = {"comet": "comet_model", "xcomet": "xcomet_model", "bleurt": "bleurt_model"}
+from simul.metrics.spec import MetricInfo
+
 NO_MODEL = ("none", "off", "")
 
 
@@ -80,115 +77,32 @@ class SegmentScorer(Protocol):
 
 
 def unset(model: str | None) -> bool:
+    """No model: an option or config field left out, or given as none, off or empty."""
     return model is None or model.strip().lower() in NO_MODEL
 
 
-def run_models(run: Mapping[str, Any]) -> dict[str, str | None]:
-    """The model each learned metric of ``run`` was scored with (None: the run has no such figure), read
-    from its config; a ``comet_model`` that named an XCOMET model (``comet`` block of kind ``xcomet``, no
-    ``xcomet_model``) is the XCOMET model."""
-    config = run.get("config") or {}
-    block = run.get("comet") if isinstance(run.get("comet"), dict) else {}
-    models: dict[str, str | None] = {kind: None for kind in LEARNED_KINDS}
-    for kind in ("xcomet", "bleurt"):
-        value = config.get(MODEL_FIELDS[kind])
-        models[kind] = None if unset(value) else str(value)
-    comet = config.get("comet_model")
-    if not unset(comet):
-        legacy_xcomet = "xcomet_model" not in config and (block or {}).get("kind") == "xcomet"
-        models["xcomet" if legacy_xcomet else "comet"] = str(comet)
-    return models
+Loader = Callable[[str, int], tuple[SegmentScorer | None, str | None]]
 
 
-def config_models(models: Mapping[str, str | None]) -> dict[str, str]:
-    """The run.json config fields that record ``models`` (``comet_model`` is always there, ``none`` when the
-    run has no COMET; the others only when set)."""
-    fields = {"comet_model": models.get("comet") or "none"}
-    for kind in ("xcomet", "bleurt"):
-        model = models.get(kind)
-        if model is not None:
-            fields[MODEL_FIELDS[kind]] = model
-    return fields
+@dataclass(frozen=True)
+class LearnedMetric:
+    """What one learned metric owns: its record (``info``, whose name is the scorer's ``kind``), the run.json
+    config field that records its model (``config_field``, with ``unset_as`` its value in a run without the
+    figure, None to leave the field out), the option of `simul score` and `simul ingest` that names a model
+    and its help, and ``load``: a model name or path and a batch size to (scorer, None), or (None, why not).
 
+    Several metrics may share one option when one loader tells their models apart (``--comet-model`` loads a
+    COMET or an XCOMET model, as its checkpoint's class says); a model given to a shared option that cannot be
+    loaded leaves a reason (the run has no figure for it), while a metric with an option of its own is asked
+    for by path, and a model that cannot be loaded is an error."""
 
-class LoadedScorers:
-    """The learned scorers a run is scored with (:func:`load_for_run`), the models they record, why there is
-    no COMET-family figure (None when there is one), and what the user should hear about."""
+    info: MetricInfo
+    config_field: str
+    option: str
+    help: str
+    load: Loader
+    unset_as: str | None = None
 
-    def __init__(
-        self,
-        scorers: list[SegmentScorer],
-        models: dict[str, str | None],
-        comet_reason: str | None,
-        notes: list[str],
-        option_error: str | None = None,
-    ) -> None:
-        self.scorers = scorers
-        self.models = models
-        self.comet_reason = comet_reason
-        self.notes = notes
-        self.option_error = option_error  # why the --comet-model given could not be loaded
-
-
-def load_for_run(
-    run: Mapping[str, Any], comet_option: str | None, bleurt_option: str | None, batch_size: int
-) -> LoadedScorers:
-    """Load the learned scorers that `simul score` uses on ``run`` under the module's rule: the run's models
-    (:func:`run_models`), with ``--comet-model`` (``comet_option``) and ``--bleurt-model`` (``bleurt_option``)
-    replacing or dropping what they name. A COMET-family model that cannot be loaded leaves its reason (the
-    run keeps no figure for it); a BLEURT checkpoint that cannot be loaded is an error (SimulError), as it was
-    asked for by path."""
-    from simul.common.errors import SimulError
-    from simul.metrics.bleurt import load_bleurt
-    from simul.metrics.comet import load_comet
-
-    models = run_models(run)
-    loaded: dict[str, SegmentScorer] = {}
-    reasons: list[str] = []
-    notes: list[str] = []
-    option_error: str | None = None
-    if comet_option is not None:
-        if unset(comet_option):
-            models["comet"] = models["xcomet"] = None
-            reasons.append("disabled (--comet-model none)")
-        else:
-            scorer, why = load_comet(comet_option, batch_size)
-            if scorer is not None:
-                loaded[scorer.kind] = scorer
-                models[scorer.kind] = comet_option
-            else:
-                option_error = str(why)
-                reasons.append(option_error)
-                kept = [k for k in ("comet", "xcomet") if models[k] is not None]
-                if kept:
-                    notes.append(
-                        f"--comet-model {comet_option} could not be loaded ({why}); the run's "
-                        f"{' and '.join(k.upper() for k in kept)} model is used"
-                    )
-    for kind in ("comet", "xcomet"):
-        name = models[kind]
-        if name is None or kind in loaded:
-            continue
-        scorer, why = load_comet(name, batch_size)
-        if scorer is None:
-            reasons.append(str(why))
-            continue
-        if scorer.kind != kind:  # the run's comet_model named a model of the other class
-            models[kind] = None
-            if scorer.kind in loaded:
-                continue
-            models[scorer.kind] = name
-        loaded[scorer.kind] = scorer
-    if bleurt_option is not None:
-        models["bleurt"] = None if unset(bleurt_option) else bleurt_option
-    if models["bleurt"] is not None:
-        bleurt, bleurt_reason = load_bleurt(models["bleurt"], batch_size)
-        if bleurt is None:
-            raise SimulError(f"BLEURT: {bleurt_reason}")
-        loaded["bleurt"] = bleurt
-    if not reasons and "comet" not in loaded and "xcomet" not in loaded:
-        reasons.append("disabled (--comet-model none)")
-    comet_reason = None if ("comet" in loaded or "xcomet" in loaded) else reasons[0]
-    return LoadedScorers(
-        [loaded[k] for k in LEARNED_KINDS if k in loaded], models, comet_reason, notes, option_error
-    )
+    @property
+    def kind(self) -> str:
+        return self.info.name

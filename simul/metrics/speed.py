@@ -18,7 +18,7 @@ token relative to RT is
 token). c is measured per run as (verification seconds / draft rows verified) / (decoding seconds / one-token
 passes); the ideal speedup 1 / (1 - A/O) is the limit c -> 0.
 
-A drafter that costs time of its own (a draft model: issue 34) adds d, its seconds per drafted token over a
+A drafter that costs time of its own (a draft model) adds d, its seconds per drafted token over a
 one-token pass of the target, to every draft row:
 
     modelled speedup = 1 / ((1 - A/O) + (c + d) * A/O / A/D)

@@ -32,8 +32,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, method_band
-from simul.metrics.compute import MISSING_FIELDS
-from simul.metrics.registry import METRICS, metric_info
+from simul.metrics.registry import METRICS, metric_info, names, needing
 from simul.metrics.scoring import not_available
 from simul.metrics.signatures import ProvenanceChange, compare_signatures, short
 from simul.reports.engine_notes import control_noise
@@ -60,8 +59,9 @@ from simul.streams.references import describe_references
 DEFAULT_MAX_DROP = {"comet": 0.005, "xcomet": 0.005, "chrf": 0.5, "bleu": 1.0}
 DEFAULT_MAX_INCREASE = {"ne": 0.05, "ne_display": 0.05}
 # corpus metrics resampled by streams, and every metric whose system score is a mean of segment scores
-SEGMENT_MEANS = tuple(name for name, info in METRICS.items() if info.segment_mean)
-BOOTSTRAP_METRICS = ("chrf", "bleu", *SEGMENT_MEANS)
+CORPUS_RESAMPLED = names(lambda m: m.corpus_resampled)
+SEGMENT_MEANS = names(lambda m: m.segment_mean)
+BOOTSTRAP_METRICS = (*CORPUS_RESAMPLED, *SEGMENT_MEANS)
 
 
 @dataclass
@@ -151,7 +151,7 @@ def missing_metrics(
     that the new run cannot have by construction (an ingested system's format does not record what it needs:
     ``config.ingest.not_available``) is not a failure; a note in ``notes`` names it."""
     allowed = set(allow)
-    by_design = {name for kind in not_available(new_run) for name in MISSING_FIELDS.get(kind, ())}
+    by_design = {name for kind in not_available(new_run) for name in needing(kind)}
     lacking: dict[str, list[str]] = {}
     designed: dict[str, None] = {}
     for b_method, n_method in pairs:
@@ -622,7 +622,7 @@ def _add_paired_statistics(
     hyps_n = [n_results[sid].final_output for sid in ids]
     tgt = base.loaded.streams[ids[0]].tgt
     by_name = {r.name: r for r in comparison.rows}
-    for name in ("chrf", "bleu"):
+    for name in CORPUS_RESAMPLED:
         if name in by_name and samples > 0:
             scores_b, scores_n = (
                 corpus_scores(name, hyps_b, refs, tgt),

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from simul.decoding.records import StreamResult
 from simul.metrics.acceptance import acceptance
-from simul.metrics.families.figures import Figures, RtReference, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, RtReference, rounded
+from simul.metrics.spec import MetricInfo
 from simul.request.methods import Method
 
 
@@ -60,3 +61,45 @@ def _agreement(results: Sequence[StreamResult], rt: RtReference | None) -> float
             total += 1
             same += mine.output_ids == rt_step.output_ids
     return 100.0 * same / total if total else None
+
+
+def _figures(given: FamilyInput) -> Figures:
+    return acceptance_figures(given.method, given.results, given.rt)
+
+
+DRAFTS = ("draft", "model_tokens")  # what A/O and the figures built on it need
+
+FAMILY = Family(
+    name="acceptance",
+    specs=(
+        MetricInfo(
+            "ad", True, "A/D", "accepted draft tokens / draft tokens, percent", fmt=".1f", needs=("draft",)
+        ),
+        MetricInfo(
+            "ao", True, "A/O", "accepted draft tokens / output tokens, percent", fmt=".1f", needs=DRAFTS
+        ),
+        MetricInfo(
+            "ideal_speedup",
+            True,
+            "Ideal",
+            "1 / (1 - A/O): speedup if verification were free",
+            fmt=".2f",
+            needs=DRAFTS,
+        ),
+        MetricInfo(
+            "agreement_rt", True, "=RT", "share of steps whose output equals RT's, percent", needs=DRAFTS
+        ),
+    ),
+    figures=_figures,
+    counts_need={
+        "draft": (
+            "draft_tokens",
+            "accepted_tokens",
+            "resync_drafted",
+            "resync_accepted",
+            "frozen_steps",
+            "accepted",
+        ),
+        "model_tokens": ("output_tokens",),
+    },
+)

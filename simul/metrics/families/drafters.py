@@ -1,4 +1,4 @@
-"""The drafters family (issue 33): A/D and A/O per drafter, draft tokens and forward passes per update, for
+"""The drafters family: A/D and A/O per drafter, draft tokens and forward passes per update, for
 the methods whose records name the drafter of each token (``StepRecord.drafters_written``: a method with a
 drafter other than RT's, SSBD's and CD's built-in ones; their run files keep the bytes they had before).
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from simul.decoding.records import StreamResult
 from simul.metrics.acceptance import Acceptance
-from simul.metrics.families.figures import Figures, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, rounded
 
 
 def drafter_figures(results: Sequence[StreamResult]) -> Figures:
@@ -56,3 +56,11 @@ def drafter_figures(results: Sequence[StreamResult]) -> Figures:
             }
         }
     )
+
+
+def _figures(given: FamilyInput) -> Figures:
+    return drafter_figures(given.results)
+
+
+# counts only: the drafters' A/D and A/O are the method's, split by drafter
+FAMILY = Family(name="drafters", specs=(), figures=_figures)

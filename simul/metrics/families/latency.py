@@ -13,11 +13,10 @@ from typing import Any
 from simul.common.languages import get_language
 from simul.decoding.records import StreamResult
 from simul.metrics.delays import StreamDelays
-from simul.metrics.families.figures import Figures, mean_of, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, mean_of, rounded
+from simul.metrics.spec import MetricInfo
 from simul.metrics.units import source_unit, target_unit
 from simul.streams.format import Stream
-
-NAMES = ("latency", "al", "dal", "yaal", "latency_ca", "al_ca", "dal_ca", "yaal_ca")
 
 
 def latency_figures(
@@ -33,7 +32,7 @@ def latency_figures(
     }
     if delays is None:
         return Figures(
-            metrics=dict.fromkeys(NAMES),
+            metrics=dict.fromkeys(s.name for s in FAMILY.specs),
             counts=counts,
             rows=[{"latency": None, "yaal": None} for _ in results],
         )
@@ -53,3 +52,45 @@ def latency_figures(
         counts=counts,
         rows=[{"latency": rounded(lag.laal, 4), "yaal": rounded(lag.yaal, 4)} for lag in lags],
     )
+
+
+def _figures(given: FamilyInput) -> Figures:
+    return latency_figures(given.results, given.streams, given.delays)
+
+
+FAMILY = Family(
+    name="latency",
+    specs=(
+        MetricInfo(
+            "latency",
+            False,
+            "LAAL",
+            "length-adaptive average lagging of finalised displayed units",
+            fmt=".2f",
+            ca="latency_ca",
+        ),
+        MetricInfo("al", False, "AL", "average lagging (SimulEval) of finalised displayed units", ca="al_ca"),
+        MetricInfo(
+            "dal",
+            False,
+            "DAL",
+            "differentiable average lagging (SimulEval) of finalised displayed units",
+            ca="dal_ca",
+        ),
+        MetricInfo(
+            "yaal", False, "YAAL", "yet another average lagging (OmniSTEval, short-form)", ca="yaal_ca"
+        ),
+        MetricInfo(
+            "latency_ca",
+            False,
+            "LAAL CA",
+            "computation-aware LAAL (elapsed = delay + update time)",
+            timing=True,
+            needs=("timing",),
+        ),
+        MetricInfo("al_ca", False, "AL CA", "computation-aware AL", timing=True, needs=("timing",)),
+        MetricInfo("dal_ca", False, "DAL CA", "computation-aware DAL", timing=True, needs=("timing",)),
+        MetricInfo("yaal_ca", False, "YAAL CA", "computation-aware YAAL", timing=True, needs=("timing",)),
+    ),
+    figures=_figures,
+)

@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.families.figures import Figures, combine, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, combine, rounded
 from simul.metrics.learned import SegmentScorer
+from simul.metrics.spec import MetricInfo
 from simul.metrics.talk_cost import talk_cost
 from simul.streams.format import Stream
 
@@ -29,18 +30,6 @@ if TYPE_CHECKING:  # the long-form scorer (OmniSTEval's SoftSegmenter) is import
 
 DEFAULT_RESEGMENT = "softsegmenter"
 RESEGMENTERS = ("softsegmenter", "mwer")
-
-# run.json names of the long-form latencies (simul.metrics.longform.latency's keys)
-LONGFORM_LATENCIES = (
-    "long_yaal",
-    "long_laal",
-    "long_al",
-    "long_dal",
-    "ca_long_yaal",
-    "ca_long_laal",
-    "ca_long_al",
-    "ca_long_dal",
-)
 
 
 def longform_figures(
@@ -60,7 +49,7 @@ def longform_figures(
     if whole_talks:
         scored = _resegmented(results, streams, learned, comet_reason, resegment)
     else:
-        scored = Figures(metrics=dict.fromkeys(LONGFORM_LATENCIES))
+        scored = Figures(metrics=dict.fromkeys(_latencies()))
     return combine([cost, scored], len(results))
 
 
@@ -90,7 +79,7 @@ def _resegmented(
         "comet": None,
         **{kind: None if value is None else round(value, 4) for kind, value in scores.learned.items()},
     }
-    for name in LONGFORM_LATENCIES:
+    for name in _latencies():
         value = scores.latency.get(name)
         metrics[name] = None if value is None else round(value, 3)
     summary = scores.to_json()
@@ -125,3 +114,60 @@ def _segment_spans(scores: LongformScores) -> list[dict[str, Any]]:
         for seg in scores.per_segment
         if seg.detail is not None
     ]
+
+
+def _figures(given: FamilyInput) -> Figures:
+    scorers = given.scorers
+    return longform_figures(
+        given.results,
+        given.streams,
+        talks=given.talks,
+        whole_talks=given.whole_talks,
+        learned=scorers.learned,
+        comet_reason=scorers.comet_reason,
+        resegment=scorers.resegment or DEFAULT_RESEGMENT,
+    )
+
+
+def _latencies() -> tuple[str, ...]:
+    """run.json names of the long-form latencies (simul.metrics.longform.latency's keys)."""
+    return tuple(spec.name for spec in FAMILY.specs if spec.name != "cost_growth")
+
+
+# long-form runs (whole talks), OmniSTEval's definitions (simul.metrics.longform.latency)
+FAMILY = Family(
+    name="longform",
+    specs=(
+        MetricInfo(
+            "long_yaal",
+            False,
+            "LongYAAL",
+            "long-form YAAL over re-segmented talks (IWSLT 2026)",
+            fmt=".0f",
+            ca="ca_long_yaal",
+        ),
+        MetricInfo(
+            "long_laal",
+            False,
+            "LongLAAL",
+            "long-form LAAL (= StreamLAAL) over re-segmented talks",
+            ca="ca_long_laal",
+        ),
+        MetricInfo("long_al", False, "LongAL", "long-form AL over re-segmented talks", ca="ca_long_al"),
+        MetricInfo("long_dal", False, "LongDAL", "long-form DAL over re-segmented talks", ca="ca_long_dal"),
+        MetricInfo(
+            "ca_long_yaal", False, "LongYAAL CA", "computation-aware LongYAAL", timing=True, fmt=".0f"
+        ),
+        MetricInfo("ca_long_laal", False, "LongLAAL CA", "computation-aware LongLAAL", timing=True),
+        MetricInfo("ca_long_al", False, "LongAL CA", "computation-aware LongAL", timing=True),
+        MetricInfo("ca_long_dal", False, "LongDAL CA", "computation-aware LongDAL", timing=True),
+        MetricInfo(
+            "cost_growth",
+            False,
+            "Growth",
+            "long-form: mean update time in the talks' last quarter / first quarter (metrics.talk_cost)",
+            timing=True,
+        ),
+    ),
+    figures=_figures,
+)

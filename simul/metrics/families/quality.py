@@ -17,10 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simul.decoding.records import StreamResult
-from simul.metrics.families.figures import Figures, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, rounded
 from simul.metrics.learned import SegmentScorer, SegmentScores
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
+from simul.metrics.spec import MetricInfo
 from simul.streams.format import Stream
+
+# the learned metrics of --comet-model: a run always has a comet figure (None without a model), and a
+# per-stream comet column when it is scored with one of them
+COMET_FAMILY = ("comet", "xcomet")
 
 
 def quality_figures(
@@ -55,7 +60,7 @@ def quality_figures(
         return Figures(counts=counts, rows=rows)
     metrics = {"comet": None, "bleu": rounded(bleu, 4), "chrf": rounded(chrf, 4)}
     figures = Figures(metrics=metrics, counts=counts, rows=rows)
-    if not any(s.kind in ("comet", "xcomet") for s in learned):
+    if not any(s.kind in COMET_FAMILY for s in learned):
         for row in rows:
             row["comet"] = None
     for scorer in learned:
@@ -75,9 +80,9 @@ def _add_learned(
     stream with a reference: no figure (a COMET-family scorer adds no per-stream column either)."""
     kind = scorer.kind
     scored = [(i, r) for i, r in enumerate(results) if streams[r.stream_id].reference is not None]
-    if kind == "bleurt":
+    if kind not in COMET_FAMILY:  # a metric of its own option (BLEURT): its column in every row
         for row in figures.rows:
-            row["bleurt"] = None
+            row[kind] = None
     if not scored:
         return
     scores = scorer.score(
@@ -117,3 +122,35 @@ def xcomet_spans(
             segments, scores.segments, details, strict=True
         )
     ]
+
+
+def _figures(given: FamilyInput) -> Figures:
+    return quality_figures(given.results, given.streams, given.scorers.learned, given.whole_talks)
+
+
+# the learned metrics' records come with their scorers (simul.metrics.registry.LEARNED)
+FAMILY = Family(
+    name="quality",
+    specs=(
+        MetricInfo(
+            "chrf",
+            True,
+            "chrF",
+            "corpus chrF of the final outputs (sacrebleu)",
+            fmt=".1f",
+            quality=True,
+            corpus_resampled=True,
+            rank_auto=3,
+        ),
+        MetricInfo(
+            "bleu",
+            True,
+            "BLEU",
+            "corpus BLEU of the final outputs (sacrebleu)",
+            fmt=".1f",
+            quality=True,
+            corpus_resampled=True,
+        ),
+    ),
+    figures=_figures,
+)

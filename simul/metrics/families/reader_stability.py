@@ -1,4 +1,4 @@
-"""Stability as a reader sees it (issue 51): how long the words a reader sees keep changing, and how long the
+"""Stability as a reader sees it: how long the words a reader sees keep changing, and how long the
 wrong ones stayed on screen, for the raw outputs and for what was displayed.
 
 Normalized erasure (simul.metrics.erasure; Arivazhagan et al., 2020, "Re-translation versus Streaming for
@@ -52,9 +52,9 @@ from typing import Any
 from simul.common.languages import get_language
 from simul.common.sequences import common_prefix_length
 from simul.decoding.records import StreamResult
-from simul.metrics.families.figures import Figures, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, rounded
 from simul.metrics.latency import source_positions
-from simul.metrics.spec import Family, FamilyInput, MetricInfo
+from simul.metrics.spec import MetricInfo
 from simul.metrics.tokenizers import get_tokenizer
 
 VIEWS = {"": "raw outputs", "_display": "what was displayed"}

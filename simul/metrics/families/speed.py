@@ -6,7 +6,7 @@ behind them.
 
 RT's speedups are 1 by definition; another method's are None when the run has no RT with a TPS.
 
-A method that drafts with a draft model (spec, bild, SSBD's --tail-draft model; issue 34) has three more:
+A method that drafts with a draft model (spec, bild, SSBD's --tail-draft model) has three more:
 
     draft_acceptance = draft-model tokens kept / drafted x 100
     draft_ms         = 1000 x draft seconds / drafted tokens
@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from simul.decoding.records import StreamResult
 from simul.metrics.acceptance import acceptance
-from simul.metrics.families.figures import Figures, RtReference, rounded
+from simul.metrics.family import Family, FamilyInput, Figures, RtReference, rounded
+from simul.metrics.spec import MetricInfo
 from simul.metrics.speed import row_cost, speed, speedup
 from simul.request.methods import Method
 
@@ -104,3 +105,126 @@ def speed_figures(method: Method, results: Sequence[StreamResult], rt: RtReferen
             **counts,
         },
     )
+
+
+def _figures(given: FamilyInput) -> Figures:
+    return speed_figures(given.method, given.results, given.rt)
+
+
+TIMED = ("model_tokens", "timing")  # what a TPS needs
+MODELLED = ("draft", "model_tokens", "timing")  # what the figures of the speed model need
+
+FAMILY = Family(
+    name="speed",
+    specs=(
+        MetricInfo(
+            "tps",
+            True,
+            "TPS",
+            "output tokens per second of generation time",
+            timing=True,
+            fmt=".0f",
+            needs=TIMED,
+        ),
+        MetricInfo(
+            "speedup",
+            True,
+            "Speedup",
+            "TPS / TPS of RT in the same run",
+            timing=True,
+            fmt=".2f",
+            relative_to_rt=True,
+            needs=TIMED,
+        ),
+        MetricInfo(
+            "tps_e2e",
+            True,
+            "TPS e2e",
+            "output tokens per second of update time, prompt included",
+            timing=True,
+            fmt=".0f",
+            needs=TIMED,
+        ),
+        MetricInfo(
+            "speedup_e2e",
+            True,
+            "Speedup e2e",
+            "TPS e2e / TPS e2e of RT in the same run",
+            timing=True,
+            fmt=".2f",
+            relative_to_rt=True,
+            needs=TIMED,
+        ),
+        MetricInfo(
+            "efficiency",
+            True,
+            "Eff.",
+            "speedup / ideal speedup",
+            timing=True,
+            fmt=".2f",
+            relative_to_rt=True,
+            needs=MODELLED,
+        ),
+        MetricInfo(
+            "row_cost",
+            False,
+            "c",
+            "time per draft row in verification / time per one-token decode (the speed model's c)",
+            timing=True,
+            fmt=".2f",
+            needs=MODELLED,
+        ),
+        MetricInfo(
+            "p50_update_ms",
+            False,
+            "p50 ms",
+            "median time per update, prompt included",
+            timing=True,
+            fmt=".0f",
+            needs=("timing",),
+        ),
+        MetricInfo(
+            "p95_update_ms",
+            False,
+            "p95 ms",
+            "95th percentile time per update",
+            timing=True,
+            fmt=".0f",
+            needs=("timing",),
+        ),
+        MetricInfo(
+            "draft_acceptance",
+            True,
+            "Draft A",
+            "draft-model tokens kept / draft-model tokens drafted, percent",
+            draft_model=True,
+        ),
+        MetricInfo(
+            "draft_ms",
+            False,
+            "Draft ms",
+            "draft model's milliseconds per drafted token",
+            timing=True,
+            draft_model=True,
+        ),
+        MetricInfo(
+            "draft_cost",
+            False,
+            "d",
+            "draft time per drafted token / time per one-token decode of the target (same run)",
+            timing=True,
+            draft_model=True,
+        ),
+    ),
+    figures=_figures,
+    counts_need={
+        "model_tokens": ("verify_rows", "decode_passes"),
+        "timing": (
+            "gen_seconds",
+            "prompt_seconds",
+            "prompt_eval_seconds",
+            "verify_seconds",
+            "decode_seconds",
+        ),
+    },
+)

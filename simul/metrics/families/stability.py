@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from simul.decoding.records import StreamResult
 from simul.metrics.erasure import normalized_erasure, stream_erasure
-from simul.metrics.families.figures import Figures
+from simul.metrics.family import Family, FamilyInput, Figures
+from simul.metrics.spec import MetricInfo
 from simul.metrics.tokenizers import get_tokenizer
 
 
@@ -38,3 +39,41 @@ def stability_figures(results: Sequence[StreamResult], ne_tokenizer: str) -> Fig
         },
         rows=rows,
     )
+
+
+def _figures(given: FamilyInput) -> Figures:
+    return stability_figures(given.results, given.ne_tokenizer)
+
+
+FAMILY = Family(
+    name="stability",
+    specs=(
+        MetricInfo(
+            "ne", False, "NE", "normalized erasure of the raw outputs", fmt=".2f", needs=("revisions",)
+        ),
+        MetricInfo(
+            "ne_display",
+            False,
+            "NE disp",
+            "normalized erasure of what was displayed",
+            fmt=".2f",
+            needs=("revisions",),
+        ),
+        MetricInfo(
+            "ne_mean",
+            False,
+            "NE mean",
+            "normalized erasure of the raw outputs, mean over streams",
+            needs=("revisions",),
+        ),
+        MetricInfo(
+            "ne_display_mean",
+            False,
+            "NE disp mean",
+            "normalized erasure of what was displayed, mean over streams",
+            needs=("revisions",),
+        ),
+    ),
+    figures=_figures,
+    counts_need={"revisions": ("erased_tokens", "erased_display_tokens", "erased", "erased_display")},
+)

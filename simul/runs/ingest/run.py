@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -21,8 +21,8 @@ from simul.common.errors import SimulError, UsageError
 from simul.common.hashing import sha256_file
 from simul.decoding.records import StepRecord, StreamResult
 from simul.machine.environment import environment, now
-from simul.metrics.bleurt import load_bleurt
 from simul.metrics.comet import load_comet
+from simul.metrics.learned_models import load_named
 from simul.metrics.scoring import Scored, higher_is_better, score
 from simul.metrics.tokenizers import ne_tokenizer_record, resolve_ne_tokenizer
 from simul.request.method_settings import EXTERNAL
@@ -66,7 +66,9 @@ class IngestRequest:
     comet_batch_size: int = 16
     overwrite: bool = False
     hardware: str | None = None  # what the system ran on, as its authors say (`simul rank` shows it)
-    bleurt_model: str | None = None  # a local BLEURT checkpoint (simul.metrics.bleurt)
+    # the models of learned metrics with an option of their own (option -> model or None: --bleurt-model,
+    # a local BLEURT checkpoint), each loaded by its record (simul.metrics.learned_models.load_named)
+    learned_models: Mapping[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -223,9 +225,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     method = Method(name=EXTERNAL, system=name)
     tgt = streams[0].tgt
     ne_tok = resolve_ne_tokenizer(request.ne_tokenizer, tgt)
-    bleurt, bleurt_reason = load_bleurt(request.bleurt_model, request.comet_batch_size)
-    if bleurt_reason is not None:
-        raise SimulError(f"BLEURT: {bleurt_reason}")
+    learned, learned_fields = load_named(request.learned_models, request.comet_batch_size)
     file_sha = _input_sha256(request.path)
     config: dict[str, Any] = {
         "streams": {
@@ -246,7 +246,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
         "ne_tokenizer": ne_tok,
         "comet_model": request.comet_model,
         "comet_batch_size": request.comet_batch_size,
-        **({"bleurt_model": request.bleurt_model} if bleurt is not None else {}),
+        **learned_fields,
         "resolved": {"ne_tokenizer": ne_tokenizer_record(request.ne_tokenizer, ne_tok)},
         "ingest": {
             "format": request.format,
@@ -291,7 +291,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
             results,
             {s.id: s for s in streams},
             ne_tok,
-            [comet, bleurt],
+            [comet, *learned],
             comet_reason,
             frozenset(outputs.not_available),
         )

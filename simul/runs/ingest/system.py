@@ -34,6 +34,6 @@ class SystemStream:
 @dataclass
 class SystemOutputs:
     streams: list[SystemStream]
-    # keys of simul.metrics.compute.MISSING_FIELDS that this format does not record
+    # fields of the step records (simul.metrics.spec.RECORD_FIELDS) that this format does not record
     not_available: set[str]
     notes: list[str] = field(default_factory=list)
