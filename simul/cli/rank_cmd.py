@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -23,8 +24,11 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def _spec(metric: str) -> str:
-    info = METRICS.get(metric)
-    return ".4f" if info is not None and info.learned else ".2f"
+    """The score's format: one decimal finer than the tables' (the metric record's), as a ranking tells
+    close systems apart."""
+    fmt = METRICS[metric].fmt
+    decimals = re.fullmatch(r"\.(\d+)f", fmt)
+    return f".{int(decimals[1]) + 1}f" if decimals else fmt
 
 
 def _next(pair: RankBootstrap | None, spec: str) -> str:
@@ -101,7 +105,7 @@ def _caption(group: Group, ranking: Ranking) -> list[str]:
         f"paired bootstrap with the next system: {ranking.samples} resamples, seed {ranking.seed} "
         + (
             "(sacrebleu's test on corpus scores)"
-            if group.metric in ("chrf", "bleu")
+            if METRICS[group.metric].corpus_resampled
             else "(resampled segment scores)"
         ),
     ]

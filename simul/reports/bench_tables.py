@@ -9,8 +9,25 @@ from rich.table import Table
 
 from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
-from simul.reports.tables import fmt
+from simul.metrics.registry import METRICS
+from simul.reports.tables import fmt, spec_column
 from simul.reports.timing_notes import MARK, TimingNotes
+
+# the speedup the machine allows each method (simul.reports.bench), a column of its own beside the metrics
+BOUND = ("bound", "Bound", ".2f")
+# the methods' speed figures, titled and formatted by the metric records, and the bound after the speedup
+BENCH_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    spec_column("tps"),
+    spec_column("speedup"),
+    BOUND,
+    *(
+        spec_column(name)
+        for name in (
+            *("ideal_speedup", "efficiency", "row_cost", "ad", "ao"),
+            *("p50_update_ms", "p95_update_ms", "tps_e2e", "speedup_e2e", "chrf"),
+        )
+    ),
+)
 
 
 def bench_table(
@@ -20,34 +37,18 @@ def bench_table(
     costs: PassCosts | None = None,
 ) -> Table:
     table = Table(title=title, header_style="bold", caption_justify="left")
-    columns = [
-        ("Method", None),
-        ("TPS", ("tps", ".0f")),
-        ("Speedup", ("speedup", ".2f")),
-        ("Bound", ("bound", ".2f")),
-        ("Ideal", ("ideal_speedup", ".2f")),
-        ("Eff.", ("efficiency", ".2f")),
-        ("c", ("row_cost", ".2f")),
-        ("A/D", ("ad", ".1f")),
-        ("A/O", ("ao", ".1f")),
-        ("p50 ms", ("p50_update_ms", ".0f")),
-        ("p95 ms", ("p95_update_ms", ".0f")),
-        ("TPS e2e", ("tps_e2e", ".0f")),
-        ("Spd e2e", ("speedup_e2e", ".2f")),
-        ("chrF", ("chrf", ".1f")),
-    ]
-    for header, _ in columns:
-        table.add_column(header, justify="left" if header == "Method" else "right", no_wrap=True)
+    table.add_column("Method", justify="left", no_wrap=True)
+    for _, header, _ in BENCH_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
     for part in ("prompt%", "verify%", "decode%", "py%"):
         table.add_column(part, justify="right", no_wrap=True)
     table.add_column("frozen", justify="right")
     for row in rows:
         cells = [markup(row["label"], newlines=False)]
         marked = timing.marks(row["key"]) if timing is not None else set()
-        for _, spec in columns[1:]:
-            assert spec is not None
-            value = row.get("bound") if spec[0] == "bound" else row["metrics"].get(spec[0])
-            cells.append(fmt(value, spec[1]) + (MARK if spec[0] in marked and value is not None else ""))
+        for name, _, spec in BENCH_COLUMNS:
+            value = row.get(BOUND[0]) if name == BOUND[0] else row["metrics"].get(name)
+            cells.append(fmt(value, spec) + (MARK if name in marked and value is not None else ""))
         cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
         cells.append(f"{row['frozen_steps']}/{row['steps']}")
         table.add_row(*cells)
@@ -103,7 +104,7 @@ def side_by_side_table(doc: dict[str, Any]) -> Table:
     return table
 
 
-AGREEMENT_NAMES = {"chrf": "chrF", "ne": "NE", "ad": "A/D", "ao": "A/O"}
+AGREEMENT_NAMES = {name: METRICS[name].title for name in ("chrf", "ne", "ad", "ao")}
 
 
 def side_by_side_notes(doc: dict[str, Any], labels: dict[str, str]) -> list[str]:

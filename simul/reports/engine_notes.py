@@ -6,7 +6,7 @@ the argmax) gives re-translation's outputs when every row's logits are those of 
 simul.decoding.backend.exactness). In fast mode a row's logits depend on the width of its pass, greedy choices
 flip at near-ties, and such a control differs from RT by kernel noise alone. So in a run that holds RT and the
 control, |metric(control) - metric(RT)| is a floor under which a method's quality difference from RT cannot
-be told from that noise (issue 40: about +-0.3 chrF per 100 FLORES streams in fast mode). Such differences
+be told from that noise (about +-0.3 chrF per 100 FLORES streams in fast mode). Such differences
 carry the mark ``~`` in the tables and in ``simul diff``.
 """
 
@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from simul.metrics.registry import names
+
 #: the quality metrics the control measures noise for (final outputs against the references)
-QUALITY_METRICS = ("chrf", "bleu", "comet", "xcomet")
+QUALITY_METRICS = names(lambda m: m.quality)
 NOISE_MARK = "~"
 
 

@@ -38,7 +38,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
-from simul.metrics.registry import METRICS
+from simul.metrics.registry import METRICS, names
 from simul.metrics.signatures import Signature
 from simul.reports.significance import (
     RANK_SEED,
@@ -50,8 +50,10 @@ from simul.reports.significance import (
 )
 from simul.runs.directory import STATUS_COMPLETE, load_run, load_run_json, read_per_stream, refuse_if_written
 
-METRIC_CHOICES = ("auto", "xcomet", "comet", "chrf", "bleu", "bleurt")
-LEARNED = ("xcomet", "comet")  # the default's order of preference (then chrF)
+QUALITY = names(lambda m: m.quality)  # what a system can be ranked by
+METRIC_CHOICES = ("auto", *QUALITY)
+# the default's order of preference: the first that every system has from one model, else the last
+AUTO = tuple(sorted(names(lambda m: m.rank_auto > 0), key=lambda name: METRICS[name].rank_auto))
 # system score = mean of segment scores (the metric records say which)
 SEGMENT_MEANS = tuple(name for name, info in METRICS.items() if info.segment_mean)
 BAND_ORDER = ("low", "high", "over", None)
@@ -91,7 +93,7 @@ class System:
             "run": str(self.run),
             "method": self.key,
             "band": self.band.to_json(),
-            "metrics": {k: self.metrics.get(k) for k in ("xcomet", "comet", "chrf", "bleu", "bleurt")},
+            "metrics": {k: self.metrics.get(k) for k in QUALITY},
             "stream_laal": self.stream_laal,
             "ca_long_yaal": self.ca_yaal,
             "latency_unit": self.latency_unit,
@@ -301,13 +303,14 @@ def _choose_metric(systems: Sequence[System], asked: str) -> tuple[str, str, str
 
     if asked != "auto":
         return asked, f"--metric {asked}", common(asked) or signature_of(systems[0], asked)
-    for name in LEARNED:
+    *preferred, last = AUTO
+    for name in preferred:
         sig = common(name)
         if sig is not None:
-            return name, f"every system has {name.upper()} from the same model", sig
-    sig = common("chrf")
-    why = "no learned metric from one model for every system (XCOMET, else COMET): chrF"
-    return "chrf", why, sig
+            return name, f"every system has {METRICS[name].title} from the same model", sig
+    tried = ", else ".join(METRICS[name].title for name in preferred)
+    why = f"no learned metric from one model for every system ({tried}): {METRICS[last].title}"
+    return last, why, common(last)
 
 
 def _bootstrap(

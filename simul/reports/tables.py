@@ -29,7 +29,7 @@ TABLE2_COLUMNS: tuple[tuple[str, str, str], ...] = tuple(spec_column(name) for n
 LONGFORM_COLUMNS: tuple[tuple[str, str, str], ...] = (
     *(c for c in TABLE2_COLUMNS if c[0] != "latency"),
     spec_column("long_yaal"),
-    ("ca_long_yaal", "CA", ".0f"),
+    spec_column("ca_long_yaal"),
     ("regime", "Regime", ""),
 )
 

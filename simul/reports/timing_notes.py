@@ -17,7 +17,7 @@ from simul.machine.calibration import MAX_SLOWDOWN, PassCosts, run_slowdown
 from simul.machine.cpu_usage import MIN_SHARE
 from simul.machine.load_following import changes_note
 from simul.machine.threads import fewer_threads_note
-from simul.metrics.registry import METRICS
+from simul.metrics.registry import METRICS, names
 from simul.request.methods import Method
 
 # What makes a method's timing unreliable, in the words of the tables and `simul diff`.
@@ -26,7 +26,7 @@ UNRELIABLE_WHY = (
     "running), or its forward passes cost more than the machine's calibrated ones"
 )
 # Figures relative to RT's speed in the same run: unreliable when RT's timing is.
-RELATIVE_TO_RT = ("speedup", "speedup_e2e", "efficiency")
+RELATIVE_TO_RT = names(lambda m: m.relative_to_rt)
 MARK = "!"
 
 

@@ -29,6 +29,7 @@ from simul.common.errors import SimulError
 from simul.common.limits import as_float, parse_json
 from simul.common.safe_text import excerpt
 from simul.decoding.records import StepRecord, StreamResult
+from simul.metrics.registry import names
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES
 from simul.request.methods import Method
 from simul.streams.format import Stream
@@ -173,7 +174,7 @@ def check_results(
                     )
 
 
-PER_STREAM_LEARNED = ("comet", "xcomet", "bleurt")  # learned segment scores, where a row carries them
+PER_STREAM_LEARNED = names(lambda m: m.learned)  # learned segment scores, where a row carries them
 
 
 def _check_learned(obj: Mapping[str, Any], where: str) -> None:
