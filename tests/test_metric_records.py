@@ -8,15 +8,30 @@ titles and formats from them. The run's figures themselves are pinned by tests/t
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import typer
+from typer.testing import CliRunner
+
+from simul.cli import app
+from simul.cli.scoring_options import learned_options
 from simul.cli.sweep_cmd import TABLE3_COLUMNS, TABLE4_COLUMNS
-from simul.metrics.registry import DRAFT_MODEL_METRICS, FAMILIES, METRICS, names, needing
-from simul.metrics.spec import RECORD_FIELDS
+from simul.metrics import compute, learned_models
+from simul.metrics.family import Family, FamilyInput, Figures, mean_of
+from simul.metrics.learned import LearnedMetric
+from simul.metrics.registry import DRAFT_MODEL_METRICS, FAMILIES, LEARNED, METRICS, names, needing
+from simul.metrics.scoring import score
+from simul.metrics.spec import RECORD_FIELDS, MetricInfo
 from simul.reports import bench_tables, compare, engine_notes, rank, tables, timing_notes
 from simul.runs import schema
+from simul.runs.directory import load_run
+from tests.ingested import ingest_fixture
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "figures" / "expected.json"
+runner = CliRunner()
 
 
 def test_each_family_gives_exactly_the_metrics_of_its_records() -> None:
@@ -83,3 +98,96 @@ def test_every_table_column_of_a_metric_is_its_record() -> None:
             assert name in ("regime", bench_tables.BOUND[0]), name
     for name, title in bench_tables.AGREEMENT_NAMES.items():
         assert title == METRICS[name].title
+
+
+def test_a_new_family_is_one_module_and_its_registry_line(tmp_path: Path, monkeypatch: Any) -> None:
+    """A toy family (what its module would hold) plugged in as its line of ``FAMILIES`` would: its metric is
+    in run.json and per_stream.jsonl, `simul score --metric` shows it and `simul diff` compares it, with no
+    other file changed."""
+    record = MetricInfo("final_chars", False, "Chars", "mean characters of the final outputs", fmt=".1f")
+
+    def figures(given: FamilyInput) -> Figures:
+        lengths = [float(len(r.final_output)) for r in given.results]
+        return Figures(metrics={record.name: mean_of(lengths)}, rows=[{record.name: n} for n in lengths])
+
+    toy = Family(name="toy", specs=(record,), figures=figures)
+    monkeypatch.setattr(compute, "FAMILIES", (*FAMILIES, toy))  # the registry line
+    monkeypatch.setitem(METRICS, record.name, record)  # what the registry builds from it
+    run = ingest_fixture("simuleval", tmp_path / "run")
+    doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in (run / "per_stream.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert doc["methods"][0]["metrics"][record.name] == mean_of([row[record.name] for row in rows])
+    shown = runner.invoke(app, ["score", str(run), "--metric", record.name, "--json", "--quiet"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["methods"][0]["metrics"] == {
+        record.name: doc["methods"][0]["metrics"][record.name]
+    }
+    compared = runner.invoke(app, ["diff", str(run), str(run), "--json", "--bootstrap", "0"])
+    assert compared.exit_code == 0, compared.output
+    row = next(r for r in json.loads(compared.stdout)["methods"][0]["metrics"] if r["name"] == record.name)
+    assert (row["direction"], row["higher_is_better"]) == ("same", False)
+
+
+@dataclass(frozen=True)
+class _ToyScores:
+    system: float
+    segments: list[float]
+    details: None = None
+    signature: str = "toy|model:m|version:1"
+
+    def counts(self) -> dict[str, Any]:
+        return {}
+
+
+class _ToyScorer:
+    """A learned scorer whose segment score is the hypothesis's length (no model)."""
+
+    kind = "toy"
+    model = "m"
+    version = "1"
+    batch_size = 1
+    needs_source = False
+
+    def score(self, sources: Sequence[str], outputs: Sequence[str], references: Sequence[str]) -> _ToyScores:
+        segments = [float(len(o)) for o in outputs]
+        return _ToyScores(sum(segments) / len(segments), segments)
+
+
+def test_a_new_learned_metric_is_its_module_and_its_registry_line(tmp_path: Path, monkeypatch: Any) -> None:
+    """A toy learned metric (what its module would hold: record, option, config field, loader) plugged in as
+    its line of ``LEARNED`` would: commands get its option, the rule loads its model, the quality family
+    scores it and the run's config records its model."""
+    toy = LearnedMetric(
+        info=MetricInfo(
+            "toy", True, "Toy", "hypothesis length", quality=True, segment_mean=True, learned=True
+        ),
+        config_field="toy_model",
+        option="--toy-model",
+        help="A toy model.",
+        load=lambda model, batch_size: (_ToyScorer(), None),
+    )
+    monkeypatch.setattr(learned_models, "LEARNED", (*LEARNED, toy))  # the registry line
+    monkeypatch.setitem(METRICS, toy.kind, toy.info)
+
+    given: dict[str, str | None] = {}
+    command = typer.Typer()
+
+    @command.command()
+    @learned_options
+    def toy_command(learned: dict[str, str | None] | None = None) -> None:
+        given.update(learned or {})
+
+    assert runner.invoke(command, ["--toy-model", "m"]).exit_code == 0
+    assert given == {"--bleurt-model": None, "--toy-model": "m"}
+
+    run_dir = ingest_fixture("simuleval", tmp_path / "run")
+    loaded = load_run(run_dir)
+    scorers = learned_models.load_for_run(loaded.run, given, 16)
+    assert learned_models.config_models(scorers.models)["toy_model"] == "m"
+    scored = score(
+        loaded.methods, loaded.results, loaded.streams, "13a", scorers.scorers, scorers.comet_reason
+    )
+    finals = [r.final_output for r in next(iter(loaded.results.values()))]
+    assert scored.reports[0].metrics["toy"] == round(sum(map(len, finals)) / len(finals), 4)
+    assert [row["toy"] for row in scored.reports[0].per_stream] == [float(len(f)) for f in finals]
+    assert scored.signatures["toy"] == "toy|model:m|version:1"

@@ -24,10 +24,10 @@ from simul.metrics.registry import LEARNED
 __all__ = ["LoadedScorers", "config_models", "load_for_run", "load_named", "options", "run_models"]
 
 
-def options(metrics: Sequence[LearnedMetric] = LEARNED) -> dict[str, list[LearnedMetric]]:
+def options() -> dict[str, list[LearnedMetric]]:
     """Each option of the learned metrics, with the metrics it names models of, in the records' order."""
     out: dict[str, list[LearnedMetric]] = {}
-    for metric in metrics:
+    for metric in LEARNED:
         out.setdefault(metric.option, []).append(metric)
     return out
 
