@@ -29,6 +29,7 @@ from simul.cli.option_groups import with_group
 from simul.cli.request_options import NOT_FOR_BENCH, RequestOptions
 from simul.cli.running import run_side_by_side_with_progress, run_with_progress
 from simul.common.errors import UsageError
+from simul.common.files import write_atomic
 from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
 from simul.reports.bench import bench_json, bench_rows, bench_title, modes_json, side_by_side_json
@@ -40,6 +41,9 @@ from simul.reports.timing_notes import TimingNotes
 from simul.request.method_settings import Ending
 from simul.request.methods import DEFAULT_BETA, Method, unique_methods
 from simul.request.ngram_settings import NgramDrafter
+from simul.runs.directory import RUN_FILE, dump_json
+from simul.runs.evaluation import EvalOutcome, EvalRequest
+from simul.runs.rounds import differing_outputs, rounds_record
 
 
 def bench_methods(
@@ -85,6 +89,29 @@ def bench_methods(
         methods.append(Method("cd"))
     methods += extra
     return unique_methods(methods)
+
+
+def run_rounds(request: EvalRequest, rounds: int, quiet: bool) -> tuple[EvalOutcome, list[str]]:
+    """``rounds`` copies of the evaluation taking turns in one process (round 1 keeps the run directory);
+    round 1's outcome carries the intervals over all of them (run.json's ``speed_intervals``, rewritten
+    once every round is done), and the updates whose outputs differ between rounds."""
+    requests = [request, *(dataclasses.replace(request, out=None) for _ in range(rounds - 1))]
+    names = [f"round {k + 1}" for k in range(rounds)]
+    outcomes, lanes = run_side_by_side_with_progress(requests, names, quiet, "bench")
+    first = outcomes[0]
+    first.run["speed_intervals"] = rounds_record(request.methods, outcomes, lanes)
+    if first.run_dir is not None:
+        write_atomic(first.run_dir / RUN_FILE, dump_json(first.run))
+    return first, differing_outputs(outcomes)
+
+
+def warn_rounds_differ(differing: Sequence[str]) -> None:
+    shown = "; ".join(differing[:5]) + ("; ..." if len(differing) > 5 else "")
+    message = (
+        f"{len(differing)} updates gave another output than in round 1 ({shown}): the outputs depend on "
+        "more than the stream, method, model and settings here"
+    )
+    err_console.print(f"[yellow]warning:[/] {markup(message)}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -136,6 +163,16 @@ def register(app: typer.Typer) -> None:
                 "--compare-out", help="With --compare-modes: write the fast-mode run directory here."
             ),
         ] = None,
+        rounds: Annotated[
+            int,
+            typer.Option(
+                "--rounds",
+                min=1,
+                help="Decode the whole stream set N times, the rounds taking turns in one process, and give "
+                "TPS and speedup a 95 % interval over rounds and streams (paired bootstrap; with 1, over "
+                "streams alone); -o/--out keeps round 1's records.",
+            ),
+        ] = 1,
         as_json: JsonOpt = False,
         quiet: QuietOpt = False,
         *,
@@ -158,6 +195,10 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--compare-modes runs both modes: drop --exact/--no-exact")
         if compare_out is not None and out is not None and compare_out.resolve() == out.resolve():
             raise UsageError("-o/--out and --compare-out must be different directories")
+        if rounds > 1 and (compare_modes or parallel > 1):
+            raise UsageError(
+                "--rounds repeats the one-stream-at-a-time run; drop --parallel/--compare-modes (or --rounds)"
+            )
         # checked as given (--parallel included); the N = 1 run and, with N > 1, the batched one beside it
         options = request.without_comet()
         settings = options.engine()
@@ -176,6 +217,10 @@ def register(app: typer.Typer) -> None:
                 [exact, fast], ["exact", "fast"], quiet, "bench"
             )
             modes = modes_json(outcome, fast_outcome, lanes)
+        elif parallel == 1 and rounds > 1:
+            outcome, differing = run_rounds(single, rounds, quiet)
+            if differing:
+                warn_rounds_differ(differing)
         elif parallel == 1:
             outcome = run_with_progress(single, quiet, "benchmark")
         else:
@@ -207,6 +252,7 @@ def register(app: typer.Typer) -> None:
                 err_console.print(modes_table(modes, {row["key"]: row["label"] for row in rows}))
         if as_json:
             doc = bench_json(outcome, rows, timing, out, batched)
+            doc["speed_intervals"] = outcome.run.get("speed_intervals")
             if modes is not None:
                 doc["modes"] = modes
             print_json(doc)

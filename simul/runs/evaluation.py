@@ -24,6 +24,7 @@ from simul.machine.cpu_usage import CpuMeter
 from simul.machine.environment import environment, now
 from simul.metrics.comet import load_comet
 from simul.metrics.comet_model import CometLike
+from simul.metrics.intervals import run_intervals
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
 from simul.metrics.tokenizers import NE_TOKENIZER_CHOICES, ne_tokenizer_record, resolve_ne_tokenizer
 from simul.request.methods import Method
@@ -552,6 +553,7 @@ def _score_run(
     run["streams_done"] = finished
     run["environment"]["finished"] = now()
     _attach_scores(run, scored)
+    run["speed_intervals"] = run_intervals(request.methods, [decoding.results])
     if decoding.writer is not None:
         decoding.writer.run = run
         decoding.writer.write_per_stream(scored.per_stream_rows())

@@ -27,6 +27,7 @@ from simul.common.errors import SimulError, UsageError
 from simul.decoding.records import StreamResult
 from simul.machine.environment import now
 from simul.metrics.comet import load_comet
+from simul.metrics.intervals import run_intervals
 from simul.metrics.registry import DRAFT_MODEL_METRICS, METRICS
 from simul.metrics.scoring import DEFAULT_RESEGMENT, Scored, higher_is_better, score
 from simul.runs.conditions import decoding_differences
@@ -303,6 +304,7 @@ def merge_shards(
     run["streams_done"] = len(streams)
     run["environment"]["finished"] = now()
     _attach_scores(run, scored)
+    run["speed_intervals"] = run_intervals(methods, [results])
     writer.run = run
     writer.write_per_stream(scored.per_stream_rows())
     writer.write_error_spans(scored.error_span_rows())
