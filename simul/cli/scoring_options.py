@@ -30,7 +30,7 @@ ResegmentOpt = Annotated[Resegmenter, typer.Option("--resegment", help=RESEGMENT
 RescoreCometModelOpt = Annotated[
     str | None,
     typer.Option(
-        "--comet-model",
+        COMET.option,
         help="COMET model name or checkpoint path ('none' to skip). Default: the one the run was made with.",
     ),
 ]

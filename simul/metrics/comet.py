@@ -120,6 +120,7 @@ def load_comet(model: str, batch_size: int = 16) -> tuple[CometLike | None, str 
         return None, str(exc)
 
 
+COMET_OPTION = "--comet-model"
 COMET_OPTION_HELP = (
     "COMET or XCOMET model name or checkpoint path: computes the figure of its class (COMET or XCOMET) and "
     "keeps the other ('none' drops both). Default: the run's models."
@@ -138,7 +139,7 @@ COMET = LearnedMetric(
         rank_auto=2,
     ),
     config_field="comet_model",
-    option="--comet-model",
+    option=COMET_OPTION,
     help=COMET_OPTION_HELP,
     load=load_comet,
     unset_as="none",
@@ -157,7 +158,7 @@ XCOMET = LearnedMetric(
         rank_auto=1,
     ),
     config_field="xcomet_model",
-    option="--comet-model",
+    option=COMET_OPTION,
     help=COMET_OPTION_HELP,
     load=load_comet,
 )

@@ -95,12 +95,10 @@ def load_for_run(run: Mapping[str, Any], given: Mapping[str, str | None], batch_
             continue
         error = _load_shared(option, metrics, given.get(option), models, loaded, reasons, notes, batch_size)
         option_error = option_error or error
-    shared = [k for ms in options().values() if len(ms) > 1 for k in (m.kind for m in ms)]
-    if not any(kind in loaded for kind in shared):
-        reasons = reasons or ["disabled (--comet-model none)"]
-        comet_reason: str | None = reasons[0]
-    else:
-        comet_reason = None
+    shared = {option: [m.kind for m in ms] for option, ms in options().items() if len(ms) > 1}
+    comet_reason: str | None = None  # why the run has no figure of a shared option's metrics
+    if not any(kind in loaded for kinds in shared.values() for kind in kinds):
+        comet_reason = next(iter(reasons or [f"disabled ({option} none)" for option in shared]), None)
     return LoadedScorers(
         [loaded[m.kind] for m in LEARNED if m.kind in loaded], models, comet_reason, notes, option_error
     )
