@@ -19,6 +19,7 @@ from rich.console import Console
 
 from simul.common.errors import SimulError, Terminated, UsageError
 from simul.common.safe_text import markup
+from simul.metrics.comet import COMET_OPTION
 from simul.metrics.tokenizers import NeTokenizer
 
 P = ParamSpec("P")
@@ -158,7 +159,7 @@ OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite/--no-overwrite", help="Replace an existing run in -o/--out.")
 ]
 CometModelOpt = Annotated[
-    str, typer.Option("--comet-model", help="COMET model name or checkpoint path; 'none' to skip.")
+    str, typer.Option(COMET_OPTION, help="COMET model name or checkpoint path; 'none' to skip.")
 ]
 NeTokenizerOpt = Annotated[
     NeTokenizer,
