@@ -2,6 +2,8 @@
 
 * ``tiny_model``: a random-weight llama GGUF built by the suite (decoding tests run in seconds).
 * ``gemma_model``: the embedded default gemma-3-270m, for integration tests marked ``slow``.
+* ``gemma_exact_decodes``: the greedy methods' results on the first default streams with gemma-3-270m in exact
+  mode, each method decoded once for the session (test_exact and test_gemma compare them).
 * ``shared_data``: ../shared/data (real FLORES, ACL 60/60, ASR samples); tests using it skip when absent.
 * ``tiny_comet``: a tiny random COMET checkpoint, loaded through the real comet.load_from_checkpoint.
 * ``tiny_xcomet``: a tiny random XCOMET checkpoint (``python -m simul.testing.tiny_xcomet``), scored by the
@@ -18,11 +20,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from simul.decoding.backend import LlamaBackend
 from tests.comet_stub import CometStub, install
+
+if TYPE_CHECKING:
+    from simul.decoding.records import StreamResult
+    from simul.request.methods import Method
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,6 +62,46 @@ def gemma_backend(gemma_model: Path) -> Iterator[LlamaBackend]:
     backend = LlamaBackend(gemma_model, n_ctx=2048, n_threads=2)
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def gemma_exact(gemma_model: Path) -> Iterator[LlamaBackend]:
+    backend = LlamaBackend(gemma_model, n_ctx=2048, n_threads=2, exact=True)
+    yield backend
+    backend.close()
+
+
+class ExactDecodes:
+    """Each method's results on the first ``LIMIT`` streams of the embedded default stream file, decoded on
+    one exact-mode backend with the fewshot template, stream after stream from a reset cache: decoded the
+    first time a test asks for the method and kept for the session. A test of fewer streams takes the first
+    ones: a stream's outputs do not depend on the streams decoded before it (test_canonical_start)."""
+
+    LIMIT = 6
+
+    def __init__(self, backend: LlamaBackend) -> None:
+        from simul.common.paths import default_streams_file
+        from simul.streams.format import read_streams
+
+        self.backend = backend
+        self.streams = read_streams(default_streams_file(), limit=self.LIMIT)
+        self._results: dict[str, list[StreamResult]] = {}
+
+    def of(self, method: Method, limit: int = LIMIT) -> list[StreamResult]:
+        from simul.decoding.stream import StreamDecoder
+        from simul.request.templates import PRESETS
+
+        assert limit <= self.LIMIT
+        if method.key not in self._results:
+            self.backend.reset()
+            decoder = StreamDecoder(self.backend, PRESETS["fewshot"], method)
+            self._results[method.key] = [decoder.decode(s) for s in self.streams]
+        return self._results[method.key][:limit]
+
+
+@pytest.fixture(scope="session")
+def gemma_exact_decodes(gemma_exact: LlamaBackend) -> ExactDecodes:
+    return ExactDecodes(gemma_exact)
 
 
 @pytest.fixture(scope="session")
@@ -154,7 +201,7 @@ def one_blas_thread() -> None:
     work by spinning, and beside two busy loops a test of 0.13 s took 43.6 s on its two threads against 1.2 s
     on one (issue 53). The tests of WHISPER_MODULES get the count back (whisper_blas_threads)."""
     try:
-        from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]
+        from threadpoolctl import threadpool_info, threadpool_limits
     except ImportError:
         return
     counts = [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -30,6 +30,9 @@ from simul.request.ngram_settings import NgramDraft
 from simul.request.templates import PRESETS
 from simul.streams.format import Stream, write_streams
 from tests.helpers import eval_args, make_streams
+
+if TYPE_CHECKING:
+    from tests.conftest import ExactDecodes
 
 runner = CliRunner()
 WIDTHS = list(range(1, 33))
@@ -306,13 +309,8 @@ def test_gpu_layers_rule_exactness_out() -> None:
 
 
 # -- gemma-3-270m (slow) ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def gemma_exact(gemma_model: Path) -> Iterator[LlamaBackend]:
-    backend = LlamaBackend(gemma_model, n_ctx=2048, n_threads=2, exact=True)
-    yield backend
-    backend.close()
+# Each method's results on the six default streams are decoded once for the session (conftest's
+# gemma_exact_decodes, which test_gemma shares): RT's, the reference of every test here, once, not per test.
 
 
 @pytest.mark.slow
@@ -325,14 +323,12 @@ def test_gemma_rows_are_bit_equal_at_every_width(gemma_exact: LlamaBackend) -> N
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", GREEDY_EXACT, ids=lambda m: m.key)
-def test_gemma_greedy_exact_methods_give_rts_outputs(gemma_exact: LlamaBackend, method: Method) -> None:
-    from simul.common.paths import default_streams_file
-    from simul.streams.format import read_streams
-
-    streams = read_streams(default_streams_file(), limit=6)
-    rt = decode_all(gemma_exact, Method("rt"), streams)
-    other = decode_all(gemma_exact, method, streams)
-    assert steps_of(other) == steps_of(rt)
+def test_gemma_greedy_exact_methods_give_rts_outputs(
+    gemma_exact_decodes: ExactDecodes, method: Method
+) -> None:
+    rt = gemma_exact_decodes.of(Method("rt"))
+    other = gemma_exact_decodes.of(method)
+    assert len(other) == 6 and steps_of(other) == steps_of(rt)
     steps = [s for r in other for s in r.steps]
     if method.name == "ssbd":
         kept = sum(s.accepted for s in steps)
@@ -342,13 +338,18 @@ def test_gemma_greedy_exact_methods_give_rts_outputs(gemma_exact: LlamaBackend, 
 
 
 @pytest.mark.slow
-def test_gemma_parallel_gives_the_outputs_of_one_stream_at_a_time(gemma_model: Path) -> None:
-    from simul.common.paths import default_streams_file
-    from simul.streams.format import read_streams
-
-    streams = read_streams(default_streams_file(), limit=6)
-    single = run_engine(gemma_model, streams, threads=2, exact=True)
-    assert run_engine(gemma_model, streams, threads=2, parallel=4, exact=True) == single
+def test_gemma_parallel_gives_the_outputs_of_one_stream_at_a_time(
+    gemma_model: Path, gemma_exact_decodes: ExactDecodes
+) -> None:
+    """Four streams at once through the engine give each stream's outputs decoded alone (the session's
+    results, one stream at a time on a backend of its own)."""
+    alone = {
+        (r.stream_id, r.method.key): [s.output_ids for s in r.steps]
+        for method in (Method("rt"), Method("ssbd", beta=0.2))
+        for r in gemma_exact_decodes.of(method)
+    }
+    streams = gemma_exact_decodes.streams
+    assert run_engine(gemma_model, streams, threads=2, parallel=4, exact=True) == alone
 
 
 def test_bench_compares_the_modes_side_by_side(near_ties: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -19,6 +20,9 @@ from simul.request.methods import Method
 from simul.request.templates import PRESETS
 from simul.streams.format import Stream, read_streams
 from tests.claims import check_decisions
+
+if TYPE_CHECKING:
+    from tests.conftest import ExactDecodes
 
 pytestmark = pytest.mark.slow
 TEMPLATE = PRESETS["fewshot"]
@@ -85,16 +89,15 @@ def test_translates_and_ssbd_behaves(gemma_backend: LlamaBackend, sample: list[S
             assert record.accepted == record.draft_tokens
 
 
-def test_ssbd_at_beta_0_gives_rts_outputs_in_exact_mode(gemma_model: Path, sample: list[Stream]) -> None:
+def test_ssbd_at_beta_0_gives_rts_outputs_in_exact_mode(
+    gemma_exact_decodes: ExactDecodes, sample: list[Stream]
+) -> None:
     """At beta 0 SSBD keeps only tokens that are the argmax of their rows; in exact mode a row's logits do not
     depend on the width of its pass, so every step's output is RT's, token for token (in fast mode: 67-74 % of
-    steps, issue 40)."""
-    backend = LlamaBackend(gemma_model, n_ctx=2048, n_threads=2, exact=True)
-    try:
-        rt = run(backend, Method("rt"), sample)
-        lossless = run(backend, Method("ssbd", beta=0.0), sample)
-    finally:
-        backend.close()
+    steps, issue 40). The session's exact-mode results (conftest), which test_exact checks on six streams."""
+    rt = gemma_exact_decodes.of(Method("rt"), len(sample))
+    lossless = gemma_exact_decodes.of(Method("ssbd", beta=0.0), len(sample))
+    assert [r.stream_id for r in lossless] == [s.id for s in sample]
     ids = [[s.output_ids for s in r.steps] for r in rt]
     assert [[s.output_ids for s in r.steps] for r in lossless] == ids
     assert sum(s.accepted for r in lossless for s in r.steps) > 0
