@@ -152,3 +152,37 @@ def test_bad_thresholds_and_inputs(base_run: Path, tmp_path: Path) -> None:
     assert diff(str(base_run), str(base_run), "--max-drop", "meteor=1")[0] == 2
     assert diff(str(base_run), str(tmp_path / "missing"))[0] == 1
     assert diff(str(base_run), str(base_run), "--json", "--markdown")[0] == 2
+
+
+def test_speed_changes_are_judged_by_the_runs_intervals(base_run: Path, tmp_path: Path) -> None:
+    slower = tmp_path / "slower"
+    shutil.copytree(base_run, slower)
+    run = json.loads((slower / "run.json").read_text())
+    ssbd = next(m for m in run["methods"] if m["key"] != "rt")
+    speedup = ssbd["metrics"]["speedup"]
+    base_interval = dict(run["speed_intervals"]["methods"][ssbd["key"]]["speedup"])
+    assert base_interval["low"] <= base_interval["high"]
+    ssbd["metrics"]["speedup"] = speedup - 0.5
+    figure = run["speed_intervals"]["methods"][ssbd["key"]]["speedup"]
+    args = (str(base_run), str(slower), "--max-drop", "speedup=0.1", "--json", *NO_NE)
+
+    def judged(low: float, high: float) -> dict[str, object]:
+        figure.update(value=speedup - 0.5, low=low, high=high)
+        (slower / "run.json").write_text(json.dumps(run))
+        code, out, _ = diff(*args)
+        assert code == 3
+        doc = json.loads(out)
+        return next(
+            r for m in doc["methods"] if m["new"] != "rt" for r in m["metrics"] if r["name"] == "speedup"
+        )
+
+    # the new run's spread reaches the base run's: the drop is within noise (the threshold still decides)
+    row = judged(speedup - 0.9, base_interval["high"])
+    assert row["crossed"] and row["within_intervals"] and row["verdict"] == "within noise"
+    assert row["intervals"]["base"] == [base_interval["low"], base_interval["high"]]
+    # apart: a regression
+    row = judged(speedup - 0.9, base_interval["low"] - 0.01)
+    assert row["crossed"] and not row["within_intervals"] and row["verdict"] == "REGRESSION"
+    # a hand-edited interval that is not two ordered numbers is ignored, not trusted
+    row = judged(2.0, 1.0)
+    assert row["intervals"] is None and row["verdict"] == "REGRESSION"

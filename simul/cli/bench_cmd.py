@@ -234,7 +234,9 @@ def register(app: typer.Typer) -> None:
         rows = bench_rows(outcome, costs)
         timing = TimingNotes.from_run(outcome.run)
         if not quiet:
-            err_console.print(bench_table(rows, markup(bench_title(outcome), newlines=False), timing, costs))
+            title = markup(bench_title(outcome), newlines=False)
+            intervals = outcome.run.get("speed_intervals")
+            err_console.print(bench_table(rows, title, timing, costs, intervals))
             err_console.print(per_update_line(rows))
             engine = engine_line(outcome.run)
             if engine:

@@ -69,6 +69,10 @@ def _delta(row: MetricRow) -> str:
 
 
 def _noise(row: MetricRow) -> str:
+    """The paired bootstrap of a quality metric, or a speed figure's 95 % intervals in both runs."""
+    if row.intervals is not None:
+        (b_low, b_high), (n_low, n_high) = row.intervals
+        return f"95%: [{b_low:.4g}, {b_high:.4g}] -> [{n_low:.4g}, {n_high:.4g}]"
     b = row.bootstrap
     if b is None:
         return ""

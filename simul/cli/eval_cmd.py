@@ -15,6 +15,7 @@ from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
+from simul.reports.bench_tables import speed_intervals_caption
 from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines
 from simul.reports.engine_notes import engine_line
@@ -75,6 +76,9 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
                 f"{throughput['output_tokens_per_second']:.1f} output tokens/s of wall time "
                 f"({throughput['updates']} updates in {throughput['wall_seconds']:.1f} s)"
             )
+        spread = speed_intervals_caption(outcome.run.get("speed_intervals"), rows)
+        if spread:
+            caption_lines.append(markup(spread, newlines=False))
         caption_lines.extend(draft_model_lines(rows))
         if not comet.get("available"):
             caption_lines.append(f"COMET unavailable: {markup(comet.get('reason'))}")

@@ -3,6 +3,7 @@ the batched run beside the single-stream one (the figures: simul.reports.bench).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -30,11 +31,39 @@ BENCH_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# the speed figures whose cells carry their 95 % interval (run.json's speed_intervals)
+WITH_INTERVAL = ("tps", "speedup", "tps_e2e", "speedup_e2e")
+
+
+def interval_text(intervals: Mapping[str, Any] | None, key: str, name: str, spec: str) -> str:
+    """``[low-high]`` of a method's speed figure, formatted as the figure; "" without an interval."""
+    methods = (intervals or {}).get("methods") or {}
+    figure = (methods.get(key) or {}).get(name) or {}
+    low, high = figure.get("low"), figure.get("high")
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return ""
+    return f"[{fmt(low, spec)}-{fmt(high, spec)}]"
+
+
+def intervals_line(intervals: Mapping[str, Any] | None) -> str | None:
+    """What the bracketed intervals are, for the caption."""
+    if not intervals:
+        return None
+    rounds, streams = intervals.get("rounds"), intervals.get("streams")
+    over = f"{rounds} rounds and {streams} streams" if rounds != 1 else f"{streams} streams (one round)"
+    return (
+        f"[a-b] under a speed figure: its 95 % interval, paired bootstrap over {over} "
+        f"({intervals.get('resamples')} resamples; simul bench --rounds N adds the machine's drift between "
+        "passes)"
+    )
+
+
 def bench_table(
     rows: list[dict[str, Any]],
     title: str,
     timing: TimingNotes | None = None,
     costs: PassCosts | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> Table:
     table = Table(title=title, header_style="bold", caption_justify="left")
     table.add_column("Method", justify="left", no_wrap=True)
@@ -48,7 +77,11 @@ def bench_table(
         marked = timing.marks(row["key"]) if timing is not None else set()
         for name, _, spec in BENCH_COLUMNS:
             value = row.get(BOUND[0]) if name == BOUND[0] else row["metrics"].get(name)
-            cells.append(fmt(value, spec) + (MARK if name in marked and value is not None else ""))
+            cell = fmt(value, spec) + (MARK if name in marked and value is not None else "")
+            spread = interval_text(intervals, row["key"], name, spec) if name in WITH_INTERVAL else ""
+            if spread and value is not None:
+                cell += "\n" + spread  # below the figure: the columns stay as narrow as the figures
+            cells.append(cell)
         cells += [f"{row['time_split'][p]:.1f}" for p in ("prompt", "verify", "decode", "python")]
         cells.append(f"{row['frozen_steps']}/{row['steps']}")
         table.add_row(*cells)
@@ -59,6 +92,9 @@ def bench_table(
         "frozen: steps that kept the whole draft and decoded nothing new. prompt/verify/decode/py%: shares "
         "of update time in prompt passes, draft passes, one-token passes and the rest (Python)."
     )
+    explained = intervals_line(intervals)
+    if explained:
+        table.caption += "\n" + markup(explained, newlines=False)
     if costs is not None:
         table.caption += "\n" + calibration_line(costs)
     for note in (timing.threads_note, timing.changes_note, timing.note()) if timing is not None else ():
@@ -170,3 +206,21 @@ def modes_table(doc: dict[str, Any], labels: dict[str, str]) -> Table:
     )
     table.caption_justify = "left"
     return table
+
+
+def speed_intervals_caption(
+    intervals: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """`simul eval`'s caption line: each method's TPS and speedup intervals (the table keeps its columns)."""
+    if not intervals:
+        return None
+    parts = []
+    for row in rows:
+        tps = interval_text(intervals, row["key"], "tps", ".0f")
+        speedup = interval_text(intervals, row["key"], "speedup", ".2f")
+        if tps:
+            parts.append(f"{row['label']} TPS {tps}" + (f", speedup {speedup}" if speedup else ""))
+    if not parts:
+        return None
+    line = intervals_line(intervals) or ""
+    return f"{'; '.join(parts)}. {line}"

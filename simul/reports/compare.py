@@ -7,6 +7,9 @@ tells whether the change is beyond noise: streams are resampled with replacement
 each resample, and p is the share of resamples in which the difference does not have the observed sign.
 A threshold crossed with p >= alpha is reported as *within noise*; it still counts as a regression (the
 threshold decides), unless the caller allows noise (``simul diff --allow-noise``), which then lets it pass.
+A speed figure (TPS, speedup, and their e2e forms) is judged by the 95 % intervals both runs carry
+(run.json's ``speed_intervals``, simul.metrics.intervals): a crossing whose two intervals overlap is within
+noise, since the spread each run shows covers the change.
 
 Two runs are compared only when their numbers measure the same thing: the same streams and references, and
 metric signatures with the same *parameters* (tokenizer, number of references, n-gram orders, COMET model,
@@ -24,6 +27,7 @@ for sentences) is compared too: a method that leaves the base run's band is note
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,6 +313,16 @@ class MetricRow:
     # quality metrics of runs in fast mode with an SSBD beta-0 control: the larger of the two runs' |control -
     # RT| (simul.reports.engine_notes), under which a change cannot be told from kernel noise
     kernel_noise: float | None = None
+    # speed figures: the base run's and the new run's 95 % interval (low, high), when both runs have one
+    intervals: tuple[tuple[float, float], tuple[float, float]] | None = None
+
+    @property
+    def within_intervals(self) -> bool:
+        """Whether the runs' intervals of this speed figure overlap (the change is within their spread)."""
+        if self.intervals is None:
+            return False
+        (b_low, b_high), (n_low, n_high) = self.intervals
+        return not (n_high < b_low or n_low > b_high)
 
     @property
     def within_kernel_noise(self) -> bool:
@@ -345,7 +359,11 @@ class MetricRow:
     @property
     def verdict(self) -> str:
         if self.crossed:
-            if (self.bootstrap is not None and self.bootstrap.p >= ALPHA) or self.within_kernel_noise:
+            if (
+                (self.bootstrap is not None and self.bootstrap.p >= ALPHA)
+                or self.within_kernel_noise
+                or self.within_intervals
+            ):
                 return "within noise"
             return "REGRESSION"
         return self.direction
@@ -363,6 +381,12 @@ class MetricRow:
             "bootstrap": self.bootstrap.to_json() if self.bootstrap else None,
             "kernel_noise": self.kernel_noise,
             "within_kernel_noise": self.within_kernel_noise,
+            "intervals": (
+                None
+                if self.intervals is None
+                else {"base": list(self.intervals[0]), "new": list(self.intervals[1])}
+            ),
+            "within_intervals": self.within_intervals,
             "verdict": self.verdict,
             "timing_unreliable": (
                 {"base": self.base_unreliable, "new": self.new_unreliable} if self.unreliable else None
@@ -523,6 +547,7 @@ def compare(
                     new_unreliable=n_timing.reason(n_method["key"], name),
                     directional=info.directional,
                     kernel_noise=floors.get(name),
+                    intervals=_intervals(base.run, new.run, b_method["key"], n_method["key"], name),
                 )
             )
         units = _unit_differences(b_method.get("counts", {}), n_method.get("counts", {}))
@@ -547,6 +572,29 @@ def compare(
         allow_missing=list(allow_missing),
         keep_band=keep_band,
     )
+
+
+def speed_interval(run: Mapping[str, Any], key: str, name: str) -> tuple[float, float] | None:
+    """A method's 95 % interval of a speed figure from run.json's ``speed_intervals`` (None when the run has
+    none, or a hand edit left something other than two finite numbers with low <= high)."""
+    record = run.get("speed_intervals")
+    methods = record.get("methods") if isinstance(record, Mapping) else None
+    figures = methods.get(key) if isinstance(methods, Mapping) else None
+    figure = figures.get(name) if isinstance(figures, Mapping) else None
+    if not isinstance(figure, Mapping):
+        return None
+    low, high = figure.get("low"), figure.get("high")
+    numbers = [v for v in (low, high) if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) != 2 or not all(math.isfinite(v) for v in numbers) or numbers[0] > numbers[1]:
+        return None
+    return float(numbers[0]), float(numbers[1])
+
+
+def _intervals(
+    base: Mapping[str, Any], new: Mapping[str, Any], b_key: str, n_key: str, name: str
+) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    b, n = speed_interval(base, b_key, name), speed_interval(new, n_key, name)
+    return None if b is None or n is None else (b, n)
 
 
 def kernel_noise_floors(
