@@ -98,7 +98,11 @@ def test_start_state_is_the_canonical_prefix(tiny_backend: LlamaBackend) -> None
 
 @pytest.mark.slow
 def test_order_and_subsets_give_identical_steps_on_the_default_model(gemma_backend: LlamaBackend) -> None:
-    # streams 5-12 alone equal the same streams in the full 12-stream run (a resumed run)
-    streams = read_streams(FIXTURE)
-    assert len(streams) == 12
+    """The same checks on the real model, on the fixture's eight streams of at most eight steps: RT's cost of
+    a stream grows with its steps times its length, so the four longest (10 to 17 steps) took two thirds of
+    the time. The tiny model's test above is the one that fails without the canonical start (7 of its 42
+    steps differed before it); this one shows it on a model whose choices are real near-ties."""
+    streams = [s for s in read_streams(FIXTURE) if len(s.steps) <= 8]
+    assert len(streams) == 8 and max(len(s.steps[-1].source.split()) for s in streams) > 20
+    # streams 5-8 alone equal the same streams in the 8-stream run (a resumed run)
     check_orders_and_subsets(gemma_backend, streams, (Method("rt"), Method("ssbd", beta=0.2)), resumed_from=4)
