@@ -29,11 +29,12 @@ first speech to just after the last (:data:`GATE_PAD_MS`), so leading and traili
 words.
 
 A transcript is a function of the audio, the model, these options and the library versions, not of the
-machine's thread counts (:func:`one_blas_thread`): numpy's BLAS runs on one thread while Whisper works;
-CTranslate2's ``cpu_threads`` gave the same words and times on 1, 2 and 4 threads, and faster-whisper runs
-the Silero VAD (onnxruntime) on one thread itself. So ``threads`` is a run condition, reported in the
-summary, not part of a stream's provenance. What still differs between machines is the CPU's instruction
-set (OpenBLAS and CTranslate2 pick their kernels by it); the provenance records the library versions.
+machine's thread counts: Whisper's log-Mel product is summed in float64 (:class:`Float64Mel`) on one BLAS
+thread (:func:`one_blas_thread`); CTranslate2's ``cpu_threads`` gave the same words and times on 1, 2 and
+4 threads, and faster-whisper runs the Silero VAD (onnxruntime) on one thread itself. So ``threads`` is a
+run condition, reported in the summary, not part of a stream's provenance. What can still differ between
+machines is CTranslate2's kernels, which it picks by the CPU's instruction set: the provenance records
+``cpu_isa`` and the library versions.
 """
 
 from __future__ import annotations
@@ -299,6 +300,35 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
+class Float64Mel:
+    """faster-whisper's feature extractor with its mel product summed in float64, then rounded to float32.
+
+    The log-Mel spectrogram is ``mel_filters @ |STFT|^2`` in float32 (faster-whisper's
+    ``FeatureExtractor.__call__``). A float32 sum of 201 terms changes in its last bits with the order
+    OpenBLAS adds them in, which depends on the thread count and on the CPU's kernels, and near-ties in
+    Whisper's greedy decoding turn such bits into other words. Summed in float64 (the same float32 filters,
+    widened) and rounded to float32 once, the features are the same on any thread count and, but for a
+    float64 sum that falls on a float32 rounding boundary, on any CPU. The product is small (80 x 201 by 201
+    x frames: some 15 ms for 30 s of audio).
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._filters64 = np.asarray(inner.mel_filters, dtype=np.float64)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        inner = self._inner
+        filters = inner.mel_filters
+        inner.mel_filters = self._filters64
+        try:
+            return np.asarray(inner(*args, **kwargs), dtype=np.float32)
+        finally:
+            inner.mel_filters = filters
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 @functools.cache
 def _blas_controller() -> Any:
     try:
@@ -336,6 +366,7 @@ class WhisperRecognizer:
                 f"cannot load the Whisper model in {model_dir} ({' '.join(str(exc).split())}); pass a "
                 "faster-whisper (CTranslate2) model folder with --asr-model"
             ) from None
+        self._model.feature_extractor = Float64Mel(self._model.feature_extractor)
         if self.options.language not in self._model.supported_languages:
             raise UsageError(
                 f"the model in {model_dir} does not know language {self.options.language!r}; use one of "
