@@ -15,7 +15,7 @@ from simul.cli.request_options import RequestOptions
 from simul.cli.scaleout import ScalingOptions, run_scaled, with_scaling_options
 from simul.common.errors import UsageError
 from simul.common.safe_text import markup
-from simul.reports.bench_tables import speed_intervals_caption
+from simul.reports.bench_tables import kv_cache_line, speed_intervals_caption
 from simul.reports.draft_notes import draft_model_lines
 from simul.reports.drafters import drafter_lines
 from simul.reports.engine_notes import engine_line
@@ -70,6 +70,9 @@ def print_outcome(outcome: EvalOutcome, as_json: bool, quiet: bool, command: str
                 f"--parallel {throughput['parallel']}: per-update times, TPS and speedup are batched "
                 "(forward passes shared by several streams), not single-user latency"
             )
+        kv_line = kv_cache_line(outcome.run["environment"].get("kv_cache"))
+        if kv_line:
+            caption_lines.append(kv_line)
         if throughput.get("updates"):
             caption_lines.append(
                 f"throughput: {throughput['updates_per_second']:.2f} updates/s, "

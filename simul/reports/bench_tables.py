@@ -224,3 +224,20 @@ def speed_intervals_caption(
         return None
     line = intervals_line(intervals) or ""
     return f"{'; '.join(parts)}. {line}"
+
+
+def kv_cache_line(record: Mapping[str, Any] | None) -> str | None:
+    """The KV cache the run's context held (run.json's ``environment.kv_cache``), for a caption."""
+    if not isinstance(record, Mapping):
+        return None
+    values = [record.get(k) for k in ("streams", "positions_per_stream", "bytes_per_stream", "bytes")]
+    whole = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if len(whole) != len(values):
+        return None
+    streams, positions, each, total = whole
+    mib = 2.0**20
+    return (
+        f"KV cache ({record.get('type', 'f16')} keys and values): {streams} stream"
+        f"{'s' if streams != 1 else ''} x {positions} positions, {each / mib:.1f} MiB a stream, "
+        f"{total / mib:.1f} MiB in all"
+    )

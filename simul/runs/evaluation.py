@@ -352,6 +352,7 @@ def _new_run(config: dict[str, Any], engine: Engine) -> dict[str, Any]:
             "openmp": openmp.record(),
             "hardware": engine.backend.describe_hardware(),
             "engine": engine_record(engine),
+            "kv_cache": engine.backend.kv_cache_record(),
             **({"pass_costs": engine.pass_costs.to_json()} if engine.pass_costs is not None else {}),
             "started": now(),
         },

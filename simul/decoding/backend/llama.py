@@ -280,12 +280,34 @@ class LlamaBackend:
             self._ctx = None
 
     def kv_bytes(self, n_ctx: int) -> int:
-        """An estimate of the KV cache for ``n_ctx`` positions: keys and values in f16 in every layer."""
+        """The KV cache of ``n_ctx`` positions as llama.cpp allocates it here: keys and values in f16 in
+        every layer, the sliding-window layers at full length (``swa_full``):
+
+            2 bytes x layers x positions x KV heads x (key length + value length)
+
+        The key and value lengths per head are the GGUF's ``<arch>.attention.key_length`` and
+        ``value_length`` (gemma-3's 256 is not its width over its heads), else the width over the heads."""
         lib = self._lib
         n_embd = int(lib.llama_model_n_embd(self._model))  # type: ignore[attr-defined]
         n_head = max(1, int(lib.llama_model_n_head(self._model)))  # type: ignore[attr-defined]
         n_head_kv = int(lib.llama_model_n_head_kv(self._model))  # type: ignore[attr-defined]
-        return 2 * 2 * self.n_layers * n_ctx * (n_embd // n_head) * n_head_kv
+        arch = self.info.architecture if getattr(self, "info", None) is not None else ""
+        k_len, v_len = (
+            _whole(self._meta(f"{arch}.attention.{name}_length")) or n_embd // n_head
+            for name in ("key", "value")
+        )
+        return 2 * self.n_layers * n_ctx * n_head_kv * (k_len + v_len)
+
+    def kv_cache_record(self) -> dict[str, int | str]:
+        """run.json's ``environment.kv_cache``: what the context's KV cache holds per stream and in all."""
+        per_stream = self.n_ctx
+        return {
+            "streams": self.n_seq,
+            "positions_per_stream": per_stream,
+            "bytes_per_stream": self.kv_bytes(per_stream),
+            "bytes": self.kv_bytes(per_stream * self.n_seq),
+            "type": "f16",
+        }
 
     def configure(self, n_seq: int, n_ctx: int) -> None:
         """Replace the context by one of ``n_seq`` sequences of ``n_ctx`` positions each.
@@ -589,3 +611,12 @@ def _memory_available() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _whole(text: str | None) -> int | None:
+    """A positive whole number from GGUF metadata text, else None."""
+    try:
+        value = int(text) if text is not None else 0
+    except ValueError:
+        return None
+    return value if value > 0 else None
