@@ -1,7 +1,7 @@
 """Tokenizers for erasure and latency, from sacrebleu.
 
 ``--ne-tokenizer auto`` is the target language's own sacrebleu tokenizer (zh, ja-mecab, 13a), the same on
-every machine: a figure must not change with what a cache happens to hold (issue 31). The SSBD paper
+every machine: a figure must not change with what a cache happens to hold. The SSBD paper
 computes NE on outputs tokenized by sacrebleu's Flores-101 SentencePiece model; ``flores101`` uses it, only
 when asked for. sacrebleu downloads that model on first use, so simul never lets it: the file must already
 be at ``$SACREBLEU/models/sacrebleu_tokenizer_spm.model``, and it is loaded (from that path, with

@@ -113,7 +113,7 @@ def run_draft_cost(counts: dict[str, Any], costs: PassCosts | None) -> float | N
 
 def per_update(results: Sequence[StreamResult]) -> dict[str, float | None]:
     """Draft tokens and forward passes (one-token plus verification passes, the prompt pass left out) per
-    update, for every method (issue 33): from the step records in memory, which count verification passes
+    update, for every method: from the step records in memory, which count verification passes
     whatever the method (steps.jsonl holds them only for methods with a drafter beside the built-in ones)."""
     steps = [s for r in results for s in r.steps]
     if not steps:

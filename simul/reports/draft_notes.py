@@ -1,5 +1,5 @@
 """The caption lines of methods that draft with a draft model (spec, bild, SSBD's --tail-draft model): where
-the time goes (issue 34, part 4), from run.json's counts of the method.
+the time goes (drafting, verifying, decoding), from run.json's counts of the method.
 
 * draft passes per update, and the draft model's seconds per drafted token next to the target's one-token
   pass (decode_seconds / decode_passes);

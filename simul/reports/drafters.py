@@ -1,4 +1,4 @@
-"""The per-drafter lines under `simul eval`'s and `simul bench`'s tables (issue 33): for each method whose
+"""The per-drafter lines under `simul eval`'s and `simul bench`'s tables: for each method whose
 run files name the drafter of each token, A/D and A/O per drafter (run.json ``counts.drafters``,
 simul.metrics.families.drafters), draft tokens and forward passes per update."""
 

@@ -3,7 +3,7 @@
 For each step: the source with the newly arrived words marked, and for every method its output with the
 accepted draft (reused) part underlined, newly decoded text in bold, text erased since the previous step
 struck through, and the tail hidden by mask-k dimmed. Where the run names the drafter of each token (methods
-with a drafter beside the built-in ones, issue 33), every accepted draft token is underlined, wherever it is
+with a drafter beside the built-in ones), every accepted draft token is underlined, wherever it is
 in the output, and those of a later drafter (``--resync``, lookup, ngram-cache: ``tail``) are in italics.
 Works on characters, so Chinese and Japanese are rendered as well as languages with spaces.
 """
