@@ -58,7 +58,7 @@ def wait_policy_summary(run: Mapping[str, Any]) -> str:
 
 
 def wait_policy_difference(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
-    """Both sides' wait policies when they differ, else None (speed figures depend on it: simul.machine.openmp)."""
+    """Both sides' wait policies when they differ, else None (speed figures depend on the policy)."""
     b, n = wait_policy_summary(base), wait_policy_summary(new)
     return None if b == n else f"base: {b}; new: {n}"
 
