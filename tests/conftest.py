@@ -2,8 +2,8 @@
 
 * ``tiny_model``: a random-weight llama GGUF built by the suite (decoding tests run in seconds).
 * ``gemma_model``: the embedded default gemma-3-270m, for integration tests marked ``slow``.
-* ``gemma_exact_decodes``: the greedy methods' results on the first default streams with gemma-3-270m in exact
-  mode, each method decoded once for the session (test_exact and test_gemma compare them).
+* ``gemma_exact_decodes``: methods' results on the short default streams with gemma-3-270m in exact mode, each
+  method decoded once for the session (test_exact and test_gemma compare them).
 * ``shared_data``: ../shared/data (real FLORES, ACL 60/60, ASR samples); tests using it skip when absent.
 * ``tiny_comet``: a tiny random COMET checkpoint, loaded through the real comet.load_from_checkpoint.
 * ``tiny_xcomet``: a tiny random XCOMET checkpoint (``python -m simul.testing.tiny_xcomet``), scored by the
@@ -30,6 +30,7 @@ from tests.comet_stub import CometStub, install
 if TYPE_CHECKING:
     from simul.decoding.records import StreamResult
     from simul.request.methods import Method
+    from simul.streams.format import Stream
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -71,27 +72,31 @@ def gemma_exact(gemma_model: Path) -> Iterator[LlamaBackend]:
     backend.close()
 
 
-class ExactDecodes:
-    """Each method's results on the first ``LIMIT`` streams of the embedded default stream file, decoded on
-    one exact-mode backend with the fewshot template, stream after stream from a reset cache: decoded the
-    first time a test asks for the method and kept for the session. A test of fewer streams takes the first
-    ones: a stream's outputs do not depend on the streams decoded before it (test_canonical_start)."""
+def short_default_streams() -> list[Stream]:
+    """The embedded default stream file's eight streams of at most eight steps, in the file's order: RT's
+    cost of a stream grows with its steps times its length, and the four longest (10 to 17 steps) took two
+    thirds of the default-model tests' decoding. The longest of the eight has 24 source words."""
+    from simul.common.paths import default_streams_file
+    from simul.streams.format import read_streams
 
-    LIMIT = 6
+    return [s for s in read_streams(default_streams_file()) if len(s.steps) <= 8]
+
+
+class ExactDecodes:
+    """Each method's results on :func:`short_default_streams`, decoded on one exact-mode backend with the
+    fewshot template, stream after stream from a reset cache: decoded the first time a test asks for the
+    method and kept for the session. A test of fewer streams takes the first ones: a stream's outputs do not
+    depend on the streams decoded before it (test_canonical_start)."""
 
     def __init__(self, backend: LlamaBackend) -> None:
-        from simul.common.paths import default_streams_file
-        from simul.streams.format import read_streams
-
         self.backend = backend
-        self.streams = read_streams(default_streams_file(), limit=self.LIMIT)
+        self.streams = short_default_streams()
         self._results: dict[str, list[StreamResult]] = {}
 
-    def of(self, method: Method, limit: int = LIMIT) -> list[StreamResult]:
+    def of(self, method: Method, limit: int | None = None) -> list[StreamResult]:
         from simul.decoding.stream import StreamDecoder
         from simul.request.templates import PRESETS
 
-        assert limit <= self.LIMIT
         if method.key not in self._results:
             self.backend.reset()
             decoder = StreamDecoder(self.backend, PRESETS["fewshot"], method)

@@ -309,7 +309,7 @@ def test_gpu_layers_rule_exactness_out() -> None:
 
 
 # -- gemma-3-270m (slow) ------------------------------------------------------------------------------------
-# Each method's results on the six default streams are decoded once for the session (conftest's
+# Each method's results on the eight short default streams are decoded once for the session (conftest's
 # gemma_exact_decodes, which test_gemma shares): RT's, the reference of every test here, once, not per test.
 
 
@@ -328,7 +328,7 @@ def test_gemma_greedy_exact_methods_give_rts_outputs(
 ) -> None:
     rt = gemma_exact_decodes.of(Method("rt"))
     other = gemma_exact_decodes.of(method)
-    assert len(other) == 6 and steps_of(other) == steps_of(rt)
+    assert len(other) == 8 and steps_of(other) == steps_of(rt)
     steps = [s for r in other for s in r.steps]
     if method.name == "ssbd":
         kept = sum(s.accepted for s in steps)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from simul.common.hashing import sha256_file
-from simul.common.paths import default_streams_file
 from simul.decoding import trace as tr
 from simul.decoding.backend import LlamaBackend
 from simul.decoding.records import StreamResult
@@ -18,8 +17,9 @@ from simul.metrics.quality import corpus_chrf
 from simul.request.default_model import default_model_path
 from simul.request.methods import Method
 from simul.request.templates import PRESETS
-from simul.streams.format import Stream, read_streams
+from simul.streams.format import Stream
 from tests.claims import check_decisions
+from tests.conftest import short_default_streams
 
 if TYPE_CHECKING:
     from tests.conftest import ExactDecodes
@@ -30,7 +30,7 @@ TEMPLATE = PRESETS["fewshot"]
 
 @pytest.fixture(scope="module")
 def sample() -> list[Stream]:
-    return read_streams(default_streams_file(), limit=4)
+    return short_default_streams()[:4]
 
 
 def run(backend: LlamaBackend, method: Method, streams: list[Stream]) -> list[StreamResult]:
@@ -94,7 +94,7 @@ def test_ssbd_at_beta_0_gives_rts_outputs_in_exact_mode(
 ) -> None:
     """At beta 0 SSBD keeps only tokens that are the argmax of their rows; in exact mode a row's logits do not
     depend on the width of its pass, so every step's output is RT's, token for token (in fast mode: 67-74 % of
-    steps, issue 40). The session's exact-mode results (conftest), which test_exact checks on six streams."""
+    steps, issue 40). The session's exact-mode results (conftest), which test_exact checks on eight."""
     rt = gemma_exact_decodes.of(Method("rt"), len(sample))
     lossless = gemma_exact_decodes.of(Method("ssbd", beta=0.0), len(sample))
     assert [r.stream_id for r in lossless] == [s.id for s in sample]
