@@ -158,15 +158,23 @@ def _decode_in_passes(
     tokens: list[int],
     width: int,
     companion_prompts: list[list[int]],
+    after_reference: bool = False,
 ) -> Logits:
     """The rows of ``tokens`` decoded in passes of ``width`` (sequence 0), each pass also carrying a chunk of
-    every companion's own tokens (sequences 1, 2, ...)."""
-    backend.reset()
+    every companion's own tokens (sequences 1, 2, ...). ``after_reference``: sequence 0 holds ``prompt`` as
+    :func:`_greedy_reference` evaluated it (one pass, the same as here) and what followed: truncated back to
+    the prompt (exact) instead of evaluating it again, where the model's memory can."""
     probed = backend.sequence(0)
+    if after_reference and not companion_prompts and probed.cache[: len(prompt)] == prompt:
+        kept = probed.truncate(len(prompt)) and probed.cache == prompt
+    else:
+        kept = False
     others: list[KVSequence] = [backend.sequence(j + 1) for j in range(len(companion_prompts))]
-    first: list[tuple[KVSequence, Sequence[int], int | None]] = [(probed, prompt, len(prompt) - 1)]
-    first += [(seq, p, None) for seq, p in zip(others, companion_prompts, strict=True)]
-    backend.eval_many(first)
+    if not kept:
+        backend.reset()
+        first: list[tuple[KVSequence, Sequence[int], int | None]] = [(probed, prompt, len(prompt) - 1)]
+        first += [(seq, p, None) for seq, p in zip(others, companion_prompts, strict=True)]
+        backend.eval_many(first)
     rows: list[Logits] = []
     for start in range(0, len(tokens), width):
         chunk = tokens[start : start + width]
@@ -239,29 +247,38 @@ def probe(
     n_ctx = backend.n_ctx
     backend.configure(1, n_ctx)
     encoded = [backend.tokenize(p, add_special=True) for p in prompts]
-    refs = []
     for prompt in encoded:
         if len(prompt) + rows + 1 > n_ctx:
             raise ValueError(f"a probe of {len(prompt) + rows + 1} positions does not fit n_ctx={n_ctx}")
-        refs.append(_greedy_reference(backend, prompt, rows))
-    companion_prompts: list[list[int]] = []
+    # per width: rows, rows bit-equal, rows argmax-equal, max |diff|
+    tally: list[list[float]] = [[0, 0, 0, 0.0] for _ in widths]
+
+    def count(index: int, got: Logits, reference: Logits) -> None:
+        diff = np.abs(got.astype(np.float64) - reference.astype(np.float64)).max(axis=1)
+        tally[index][0] += len(got)
+        tally[index][1] += int((diff == 0).sum())
+        tally[index][2] += int((got.argmax(axis=1) == reference.argmax(axis=1)).sum())
+        tally[index][3] = max(tally[index][3], float(diff.max()))
+
     if companions:
+        refs = [_greedy_reference(backend, prompt, rows) for prompt in encoded]
         backend.configure(1 + companions, n_ctx)
         companion_prompts = _companion_tokens(backend, companions)
-    results = []
-    for width in widths:
-        n_rows = equal = argmax_equal = 0
-        worst = 0.0
-        for prompt, (tokens, reference) in zip(encoded, refs, strict=True):
-            got = _decode_in_passes(backend, prompt, tokens, width, companion_prompts)
-            diff = np.abs(got.astype(np.float64) - reference.astype(np.float64)).max(axis=1)
-            n_rows += len(tokens)
-            equal += int((diff == 0).sum())
-            argmax_equal += int((got.argmax(axis=1) == reference.argmax(axis=1)).sum())
-            worst = max(worst, float(diff.max()))
-        results.append(WidthResult(width, n_rows, equal, argmax_equal, worst))
-    if companions:
+        for index, width in enumerate(widths):
+            for prompt, (tokens, reference) in zip(encoded, refs, strict=True):
+                count(index, _decode_in_passes(backend, prompt, tokens, width, companion_prompts), reference)
         backend.configure(1, n_ctx)
+    else:
+        # prompt by prompt: every width's passes follow the reference's own evaluation of the prompt
+        for prompt in encoded:
+            tokens, reference = _greedy_reference(backend, prompt, rows)
+            for index, width in enumerate(widths):
+                got = _decode_in_passes(backend, prompt, tokens, width, [], after_reference=True)
+                count(index, got, reference)
+    results = [
+        WidthResult(width, int(t[0]), int(t[1]), int(t[2]), float(t[3]))
+        for width, t in zip(widths, tally, strict=True)
+    ]
     if timing_repeats > 0:
         results = [
             WidthResult(
