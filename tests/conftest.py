@@ -179,51 +179,19 @@ def pytest_configure(config: pytest.Config) -> None:
     one_blas_thread()
 
 
-# Modules whose tests run the Whisper recognizer: its log-mel features go through numpy's BLAS, and its
-# transcripts move with BLAS's thread count (test_plain_text_references_get_times_near_the_yamls matched 59
-# of 98 source words with one thread, above 70 % with the two OpenBLAS starts on this machine), so their
-# tests run with the count numpy started with.
-WHISPER_MODULES = {
-    "test_asr_growing",
-    "test_asr_longform",
-    "test_asr_online",
-    "test_asr_segment_times",
-    "test_asr_segments",
-    "test_asr_whisper",
-    "test_longform_decoding",
-    "test_streams_cli",
-    "test_streams_longform",
-    "test_streams_partials",
-    "test_streams_simulate",
-}
-BLAS_THREADS: list[int] = []  # numpy's BLAS threads before one_blas_thread (empty: not limited)
-
-
 def one_blas_thread() -> None:
     """numpy's BLAS (OpenBLAS) on one thread in the test process, fixtures included (through threadpoolctl
     where installed). The tests' matrix products are small (simul.testing.code_machine's matrix-vector
     products, thousands of them, and the tiny models it builds); on more threads OpenBLAS's workers wait for
     work by spinning, and beside two busy loops a test of 0.13 s took 43.6 s on its two threads against 1.2 s
-    on one (issue 53). The tests of WHISPER_MODULES get the count back (whisper_blas_threads)."""
+    on one. The Whisper recognizer sets its own BLAS threads (one, around every recognition:
+    simul.streams.asr.recognizer), so its tests need nothing back."""
     try:
         from threadpoolctl import threadpool_info, threadpool_limits
     except ImportError:
         return
-    counts = [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
-    if counts:
-        BLAS_THREADS.append(max(counts))
+    if any(info.get("user_api") == "blas" for info in threadpool_info()):
         threadpool_limits(limits=1, user_api="blas")
-
-
-@pytest.fixture(autouse=True)
-def whisper_blas_threads(request: pytest.FixtureRequest) -> Iterator[None]:
-    if not BLAS_THREADS or request.node.path.stem not in WHISPER_MODULES:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=BLAS_THREADS[0], user_api="blas"):
-        yield
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -166,7 +167,7 @@ def test_speed_changes_are_judged_by_the_runs_intervals(base_run: Path, tmp_path
     figure = run["speed_intervals"]["methods"][ssbd["key"]]["speedup"]
     args = (str(base_run), str(slower), "--max-drop", "speedup=0.1", "--json", *NO_NE)
 
-    def judged(low: float, high: float) -> dict[str, object]:
+    def judged(low: float, high: float) -> dict[str, Any]:
         figure.update(value=speedup - 0.5, low=low, high=high)
         (slower / "run.json").write_text(json.dumps(run))
         code, out, _ = diff(*args)
