@@ -2,7 +2,7 @@
 
 ``environment()`` records, in run.json, the version of every package that can move a score or an output
 (:data:`PACKAGES`; ``None`` for one that is not installed) and the CPU's instruction-set families
-(:func:`cpu_isa`). They are provenance, not parameters: `simul diff` notes where two runs differ in them
+(simul.common.cpu). They are provenance, not parameters: `simul diff` notes where two runs differ in them
 (and refuses with ``--strict-versions``); `simul merge` and `simul eval --resume` refuse to join streams
 decoded under different llama-cpp-python versions or instruction sets (simul.runs.conditions).
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from simul import __version__
+from simul.common.cpu import cpu_isa, read_cpuinfo
 
 # run.json key -> distribution name, for every package whose version can move a figure: llama-cpp-python
 # decodes (its kernels decide near-ties); sacrebleu, unbabel-comet with torch, OmniSTEval and mweralign
@@ -33,46 +33,6 @@ PACKAGES: dict[str, str] = {
 # Every version run.json records, in the order notes list them.
 VERSION_KEYS: tuple[str, ...] = ("simul", *PACKAGES, "python")
 
-# The instruction-set families that select llama.cpp's CPU kernels (ggml-cpu's feature checks), by their
-# names in /proc/cpuinfo ("flags" on x86-64, "Features" on ARM). A kernel of another family sums in another
-# order, so the logits differ in the last bits and a near-tie can flip a greedy choice.
-ISA_FLAGS = frozenset(
-    {
-        # x86-64
-        "ssse3",
-        "sse4_1",
-        "sse4_2",
-        "avx",
-        "avx2",
-        "fma",
-        "f16c",
-        "bmi2",
-        "avx_vnni",
-        "avx512f",
-        "avx512bw",
-        "avx512cd",
-        "avx512dq",
-        "avx512vl",
-        "avx512vbmi",
-        "avx512_vnni",
-        "avx512_bf16",
-        "avx512_fp16",
-        "amx_tile",
-        "amx_int8",
-        "amx_bf16",
-        # ARM
-        "asimd",
-        "asimddp",
-        "asimdhp",
-        "fphp",
-        "i8mm",
-        "bf16",
-        "sve",
-        "sve2",
-        "sme",
-    }
-)
-
 
 def _version(package: str) -> str | None:
     try:
@@ -89,37 +49,16 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def _cpuinfo() -> str | None:
-    try:
-        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 def cpu_model(cpuinfo: str | None = None) -> str:
-    text = _cpuinfo() if cpuinfo is None else cpuinfo
+    text = read_cpuinfo() if cpuinfo is None else cpuinfo
     for line in (text or "").splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
-def cpu_isa(cpuinfo: str | None = None) -> list[str] | None:
-    """The CPU's instruction-set families among :data:`ISA_FLAGS`, sorted (None when /proc/cpuinfo cannot
-    be read, e.g. on macOS). The first processor's line stands for all: the cores of one machine share
-    their vector units' instruction sets."""
-    text = _cpuinfo() if cpuinfo is None else cpuinfo
-    if text is None:
-        return None
-    for line in text.splitlines():
-        name, sep, value = line.partition(":")
-        if sep and name.strip() in ("flags", "Features"):
-            return sorted(set(value.split()) & ISA_FLAGS)
-    return None
-
-
 def environment(threads: int) -> dict[str, Any]:
-    cpuinfo = _cpuinfo()
+    cpuinfo = read_cpuinfo()
     return {
         **package_versions(),
         "platform": platform.platform(),

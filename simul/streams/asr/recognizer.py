@@ -51,8 +51,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from simul.common.cpu import cpu_isa
 from simul.common.errors import SimulError, UsageError
-from simul.machine.environment import cpu_isa
 from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
 from simul.streams.asr.online import Recognition
