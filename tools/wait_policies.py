@@ -110,8 +110,11 @@ def main() -> None:
                 f"cycle {cycle + 1} {variant}: load {run['load_before']:.2f} -> {run['load_after']:.2f}, "
                 f"CPU/wall {run['cpu_per_wall']}",
                 file=sys.stderr,
+                flush=True,
             )
             runs.append(run)
+            if options.json:  # every finished run kept, should a later one be stopped
+                options.json.write_text(json.dumps({"runs": runs}, indent=1) + "\n", encoding="utf-8")
     rows = summarize(runs, variants)
     print(f"CPU: {runs[0]['cpu']}; {options.cycles} cycles of {options.rounds} rounds per variant")
     for row in rows:
