@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from simul.machine.environment import cpu_isa
+from simul.common.cpu import cpu_isa
 from simul.streams.format import Step, Stream
 from simul.streams.lag import lag_prefixes
 

@@ -6,7 +6,8 @@ import platform
 from importlib import metadata
 
 from simul import __version__
-from simul.machine.environment import PACKAGES, cpu_isa, cpu_model, environment, isa_difference
+from simul.common.cpu import cpu_isa
+from simul.machine.environment import PACKAGES, cpu_model, environment, isa_difference
 
 XEON = """processor\t: 0
 vendor_id\t: GenuineIntel
