@@ -15,6 +15,7 @@ from typing import Any
 from simul.decoding.records import StreamResult
 from simul.metrics.delays import stream_delays
 from simul.metrics.family import NO_SCORERS, FamilyInput, Figures, RtReference, Scorers, combine
+from simul.metrics.intervals import baseline_key
 from simul.metrics.registry import FAMILIES, needing
 from simul.metrics.spec import RECORD_FIELDS
 from simul.request.methods import Method
@@ -127,8 +128,7 @@ def reports_for(
 ) -> list[MethodReport]:
     """Reports for every method, in order; the others are compared with RT without mask-k (else any RT),
     whose report is made first."""
-    rt_key = next((m.key for m in methods if m.name == "rt" and not m.mask_k), None)
-    rt_key = rt_key or next((m.key for m in methods if m.name == "rt"), None)
+    rt_key = baseline_key(methods)
     order = sorted(methods, key=lambda m: m.key != rt_key)  # RT first, the others in their order
     reports: dict[str, MethodReport] = {}
     rt: RtReference | None = None

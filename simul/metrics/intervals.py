@@ -193,3 +193,18 @@ def run_intervals(
         return None
     ordered = [{k: one[k] for k in keys} for one in rounds]
     return speed_intervals(ordered, baseline_key(methods)).to_json()
+
+
+def read_interval(record: Any, key: str, name: str) -> tuple[float, float] | None:
+    """A method's 95 % interval of a speed figure from a ``speed_intervals`` record as run.json holds it
+    (None when there is none, or a hand edit left something other than two finite numbers, low <= high)."""
+    methods = record.get("methods") if isinstance(record, Mapping) else None
+    figures = methods.get(key) if isinstance(methods, Mapping) else None
+    figure = figures.get(name) if isinstance(figures, Mapping) else None
+    if not isinstance(figure, Mapping):
+        return None
+    numbers = [figure.get("low"), figure.get("high")]
+    bounds = [float(v) for v in numbers if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(bounds) != 2 or not all(math.isfinite(v) for v in bounds) or bounds[0] > bounds[1]:
+        return None
+    return bounds[0], bounds[1]

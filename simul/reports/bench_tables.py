@@ -10,6 +10,7 @@ from rich.table import Table
 
 from simul.common.safe_text import markup
 from simul.machine.calibration import PassCosts
+from simul.metrics.intervals import read_interval
 from simul.metrics.registry import METRICS
 from simul.reports.tables import fmt, spec_column
 from simul.reports.timing_notes import MARK, TimingNotes
@@ -37,12 +38,8 @@ WITH_INTERVAL = ("tps", "speedup", "tps_e2e", "speedup_e2e")
 
 def interval_text(intervals: Mapping[str, Any] | None, key: str, name: str, spec: str) -> str:
     """``[low-high]`` of a method's speed figure, formatted as the figure; "" without an interval."""
-    methods = (intervals or {}).get("methods") or {}
-    figure = (methods.get(key) or {}).get(name) or {}
-    low, high = figure.get("low"), figure.get("high")
-    if not isinstance(low, int | float) or not isinstance(high, int | float):
-        return ""
-    return f"[{fmt(low, spec)}-{fmt(high, spec)}]"
+    bounds = read_interval(intervals, key, name)
+    return "" if bounds is None else f"[{fmt(bounds[0], spec)}-{fmt(bounds[1], spec)}]"
 
 
 def intervals_line(intervals: Mapping[str, Any] | None) -> str | None:

@@ -27,7 +27,6 @@ for sentences) is compared too: a method that leaves the base run's band is note
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 from simul.common.errors import SimulError, UsageError
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, method_band
+from simul.metrics.intervals import read_interval
 from simul.metrics.registry import METRICS, metric_info, names, needing
 from simul.metrics.scoring import not_available
 from simul.metrics.signatures import ProvenanceChange, compare_signatures, short
@@ -574,26 +574,11 @@ def compare(
     )
 
 
-def speed_interval(run: Mapping[str, Any], key: str, name: str) -> tuple[float, float] | None:
-    """A method's 95 % interval of a speed figure from run.json's ``speed_intervals`` (None when the run has
-    none, or a hand edit left something other than two finite numbers with low <= high)."""
-    record = run.get("speed_intervals")
-    methods = record.get("methods") if isinstance(record, Mapping) else None
-    figures = methods.get(key) if isinstance(methods, Mapping) else None
-    figure = figures.get(name) if isinstance(figures, Mapping) else None
-    if not isinstance(figure, Mapping):
-        return None
-    low, high = figure.get("low"), figure.get("high")
-    numbers = [v for v in (low, high) if isinstance(v, int | float) and not isinstance(v, bool)]
-    if len(numbers) != 2 or not all(math.isfinite(v) for v in numbers) or numbers[0] > numbers[1]:
-        return None
-    return float(numbers[0]), float(numbers[1])
-
-
 def _intervals(
     base: Mapping[str, Any], new: Mapping[str, Any], b_key: str, n_key: str, name: str
 ) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    b, n = speed_interval(base, b_key, name), speed_interval(new, n_key, name)
+    b = read_interval(base.get("speed_intervals"), b_key, name)
+    n = read_interval(new.get("speed_intervals"), n_key, name)
     return None if b is None or n is None else (b, n)
 
 
