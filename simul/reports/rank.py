@@ -212,6 +212,12 @@ def systems_of(run_dir: Path) -> list[System]:
         )
     config = run["config"]
     streams = config["streams"]
+    tgt = streams.get("tgt")
+    if not isinstance(tgt, str) or not tgt:
+        raise SimulError(
+            f"{run_dir}: run.json's config.streams.tgt is {excerpt(repr(tgt))}, not a target language code; "
+            "the figures cannot be scored without it: restore run.json or decode the run again"
+        )
     sha = streams.get("evaluated_sha256") or streams.get("sha256") or "?"
     ingest = config.get("ingest")
     out = []
@@ -226,10 +232,10 @@ def systems_of(run_dir: Path) -> list[System]:
                 run=run_dir,
                 key=str(method["key"]),
                 name=name,
-                pair=f"{streams.get('src')}-{streams.get('tgt')}",
+                pair=f"{streams.get('src')}-{tgt}",
                 form="talks" if longform else "sentences",
                 streams_sha=str(sha),
-                tgt=str(streams.get("tgt")),
+                tgt=tgt,
                 metrics=metrics,
                 signatures=run.get("signatures") or {},
                 band=method_band({**method, "metrics": metrics}),
