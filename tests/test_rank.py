@@ -339,10 +339,13 @@ def test_a_malformed_run_json_is_an_error_naming_its_line(base_run: Path, tmp_pa
     assert f"{path} is not readable JSON" in message and f"at line {k + 2}, column" in message, message
 
 
-def test_a_run_without_its_target_language_is_refused_by_name(base_run: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("tgt", [None, "0", 7])
+def test_a_run_without_its_target_language_is_refused_by_name(
+    base_run: Path, tmp_path: Path, tgt: object
+) -> None:
     damaged = tmp_path / "damaged"
     shutil.copytree(base_run, damaged)
-    _edit(damaged, lambda run: run["config"]["streams"].pop("tgt"))
+    _edit(damaged, lambda run: run["config"]["streams"].update(tgt=tgt))
     result = runner.invoke(app, ["rank", str(base_run), str(damaged), "--metric", "bleu", "--bootstrap", "5"])
     assert result.exit_code == 1
     message = " ".join(result.stderr.split())

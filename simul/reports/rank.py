@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError, UsageError
+from simul.common.languages import get_language
 from simul.common.safe_text import excerpt
 from simul.metrics.bands import BAND_TITLES, MethodBand, method_band
 from simul.metrics.registry import METRICS, names
@@ -213,7 +214,11 @@ def systems_of(run_dir: Path) -> list[System]:
     config = run["config"]
     streams = config["streams"]
     tgt = streams.get("tgt")
-    if not isinstance(tgt, str) or not tgt:
+    try:
+        known = isinstance(tgt, str) and bool(get_language(tgt))
+    except SimulError:
+        known = False
+    if not isinstance(tgt, str) or not known:
         raise SimulError(
             f"{run_dir}: run.json's config.streams.tgt is {excerpt(repr(tgt))}, not a target language code; "
             "the figures cannot be scored without it: restore run.json or decode the run again"
