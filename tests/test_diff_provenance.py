@@ -4,6 +4,7 @@ run.json files: a sacrebleu or COMET upgrade must not turn a committed baseline 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -238,3 +239,49 @@ def test_hostile_provenance_is_printed_escaped(new_run: Path, tmp_path: Path) ->
     code, _, err = diff(other, new_run, "--allow-missing", "comet")
     assert code == 0, err
     assert "\x1b" not in err and "\\x1b" in err and "[bold]" in err
+
+
+def as_recognized(target: Path, cpu_isa: list[str], ctranslate2: str, words: bool = False) -> Path:
+    """A run whose streams were made from audio: every stream gets a recognizer record in its provenance
+    (``provenance.asr``, as `simul streams asr` writes it), and with ``words`` the last stream's first step
+    other words; run.json's stream digest follows the file, as simul writes it."""
+    path = target / "streams.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        line["provenance"]["asr"] = {
+            "recognizer": "faster-whisper",
+            "model": "whisper-base",
+            "versions": {"faster_whisper": "1.1.1", "ctranslate2": ctranslate2},
+            "cpu_isa": cpu_isa,
+            "compute_ms": 812.4 if words else 790.1,
+        }
+    if words:
+        lines[-1]["steps"][0]["source"] = "Other words"
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    run = json.loads((target / "run.json").read_text(encoding="utf-8"))
+    run["config"]["streams"]["evaluated_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (target / "run.json").write_text(json.dumps(run, indent=1, sort_keys=True), encoding="utf-8")
+    return target
+
+
+def test_streams_recognized_differently_are_refused_naming_what_differs(
+    new_run: Path, tmp_path: Path
+) -> None:
+    base = as_recognized(copy_run(tmp_path / "base", as_new), ["avx", "avx2"], "4.5.0")
+    # the same words and times, recognized on another CPU by another CTranslate2
+    same_words = as_recognized(copy_run(tmp_path / "cpu", as_new), ["avx", "avx512f"], "4.6.0")
+    code, _, err = diff(base, same_words, "--allow-missing", "comet")
+    message = " ".join(err.split())
+    assert code == 2 and "different streams" in message, err
+    assert "the steps are the same" in message
+    assert "cpu_isa -'avx2' +'avx512f'" in message
+    assert "versions.ctranslate2 '4.5.0' vs '4.6.0'" in message
+    # other words, and a measured figure apart from how the audio was recognized
+    other_words = as_recognized(copy_run(tmp_path / "words", as_new), ["avx", "avx2"], "4.5.0", words=True)
+    code, _, err = diff(base, other_words, "--allow-missing", "comet")
+    message = " ".join(err.split())
+    assert code == 2 and "1 of 8 shared streams have other steps" in message, err
+    assert "recognized differently" not in message and "measured figures differ (compute_ms)" in message
+    # streams not made from audio: only the steps are named
+    code, _, err = diff(new_run, other_words, "--allow-missing", "comet")
+    assert code == 2 and "1 of 8 shared streams have other steps" in " ".join(err.split()), err

@@ -39,6 +39,7 @@ from simul.metrics.intervals import read_interval
 from simul.metrics.registry import METRICS, metric_info, names, needing
 from simul.metrics.scoring import not_available
 from simul.metrics.signatures import ProvenanceChange, compare_signatures, short
+from simul.reports import stream_origin
 from simul.reports.engine_notes import control_noise
 from simul.reports.run_conditions import (
     hardware_difference,
@@ -56,6 +57,7 @@ from simul.runs.directory import (
     read_per_stream,
     refuse_if_written,
 )
+from simul.streams.format import Stream
 from simul.streams.references import describe_references
 
 # Defaults chosen to catch real quality or stability losses; wall-clock figures (tps, speedup, p50/p95) have
@@ -91,14 +93,22 @@ def load_side(path: Path) -> Side:
     return Side(path=path, run=run, loaded=loaded, per_stream=read_per_stream(directory))
 
 
-def incompatibilities(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Why two runs cannot be compared honestly (different streams, references, or signature parameters)."""
+def incompatibilities(
+    base: Mapping[str, Any],
+    new: Mapping[str, Any],
+    streams: tuple[Mapping[str, Stream], Mapping[str, Stream]] | None = None,
+) -> list[str]:
+    """Why two runs cannot be compared honestly (different streams, references, or signature parameters).
+    ``streams``: both runs' streams, when their directories have them, to say how the streams differ."""
     reasons = []
     b_streams, n_streams = base["config"]["streams"], new["config"]["streams"]
     if b_streams.get("evaluated_sha256") != n_streams.get("evaluated_sha256"):
+        how = stream_origin.explain(*streams) if streams is not None else ""
         reasons.append(
             f"different streams ({b_streams.get('count')} from {Path(b_streams.get('path', '?')).name} vs "
-            f"{n_streams.get('count')} from {Path(n_streams.get('path', '?')).name})"
+            f"{n_streams.get('count')} from {Path(n_streams.get('path', '?')).name}"
+            + (f": {how}" if how else "")
+            + ")"
         )
     b_refs, n_refs = b_streams.get("references"), n_streams.get("references")
     if b_refs and n_refs and b_refs.get("sha256") != n_refs.get("sha256"):
@@ -487,7 +497,8 @@ def compare(
     ``strict_versions`` refuses provenance differences (library versions, COMET batch size);
     ``allow_missing`` names thresholded metrics the new run may lack."""
     base, new = load_side(base_path), load_side(new_path)
-    reasons = incompatibilities(base.run, new.run)
+    both = (base.loaded.streams, new.loaded.streams) if base.loaded and new.loaded else None
+    reasons = incompatibilities(base.run, new.run, both)
     provenance = provenance_changes(base.run, new.run)
     if strict_versions:
         reasons += [f"different {c.describe()} (--strict-versions)" for c in provenance if c.strict]
