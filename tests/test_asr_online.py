@@ -264,13 +264,28 @@ def test_auto_timing_keeps_the_lag_bounded_where_the_fixed_schedule_cannot(
     slowest = max(u.compute_ms for u in auto)
     # never more than one update behind: each update started at most one update's compute after its audio
     assert all(r - u.audio_ms <= 2 * slowest + 1e-6 for r, u in zip(ready, auto, strict=True))
-    assert ready[-1] - 120_000 <= 2 * slowest
-    assert loop.late_updates > 0
+    # the final result one update's compute after the end: a late update that the end overtook was stopped
+    assert ready[-1] - 120_000 <= slowest + 1e-6
+    assert loop.late_updates > 0 and loop.cancelled_updates <= 1
     assert committed_text(loop) == " ".join(w.text for w in words)  # no word lost to the larger chunks
     fixed, _ = recognize_recording(
         ScriptedRecognizer(words, clock, base_s=base_s), clock_audio(120), OnlineOptions(timing="measured")
     )
     assert emission_times(fixed)[-1] - 120_000 > 10 * (ready[-1] - 120_000)
+
+
+def test_a_late_update_the_end_overtakes_is_stopped_and_changes_nothing_else(clock: FakeClock) -> None:
+    """About 2.5 s of compute per update on 10.5 s of audio: the updates start late from the second on
+    (at 1.0, 3.5, 6.1 and 8.7 s), and the one from 8.7 s would be ready after the audio ended; it is
+    stopped at the end, and the final update hears all the audio at once. No word is lost."""
+    words = scripted_words(10)
+    recognizer = ScriptedRecognizer(words, clock, base_s=2.5)
+    updates, loop = recognize_recording(recognizer, clock_audio(10.5), OnlineOptions(timing="auto"))
+    ready = emission_times(updates)
+    assert loop.cancelled_updates == 1
+    assert ready[-1] - 10_500 <= max(u.compute_ms for u in updates) + 1e-6
+    assert [u.audio_ms for u in updates[:-1]] == sorted({u.audio_ms for u in updates[:-1]})
+    assert committed_text(loop) == " ".join(w.text for w in words)
 
 
 @pytest.mark.parametrize("timing", ["auto", "measured", "audio", "online"])

@@ -36,10 +36,11 @@ emission), how long the recognition took (measured on this machine) and the buff
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -156,6 +157,16 @@ class OnlineRecognizer:
     trims: dict[str, int] = field(default_factory=dict)
     repeated_words_dropped: int = 0
     late_updates: int = 0  # updates that started after their chunk end (the recognizer was busy)
+    cancelled_updates: int = 0  # late updates that the end of the recording overtook (``auto``)
+
+    def state(self) -> dict[str, Any]:
+        """A copy of everything an update changes, for :meth:`restore` (the recognizer is left out: a
+        recognition changes nothing in it)."""
+        return {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in ("recognizer", "options")}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Back to :meth:`state`'s copy: as if the updates since had not run."""
+        vars(self).update(copy.deepcopy(state))
 
     def insert_audio(self, samples: Samples) -> None:
         self.audio = np.concatenate([self.audio, np.asarray(samples, dtype=np.float32)])
@@ -317,12 +328,23 @@ def recognize_recording(
     updates: list[Update] = []
     heard = 0
     ready = 0.0
+    duration_ms = 1000.0 * len(samples) / SAMPLE_RATE
     while heard < len(samples):
+        late = plan.late
         end = plan.next_end(heard, ready)
+        # ``auto`` behind the audio: an update that the end of the recording overtakes is stopped there
+        cancellable = options.timing == "auto" and plan.late > late and end < len(samples)
+        state = loop.state() if cancellable else None
         loop.insert_audio(samples[heard:end])
-        heard = end
         update = loop.process()
-        ready = max(ready, update.audio_ms) + update.compute_ms
+        done = max(ready, update.audio_ms) + update.compute_ms
+        if state is not None and done > duration_ms:
+            loop.restore(state)
+            loop.cancelled_updates += 1
+            ready = duration_ms
+            continue
+        heard = end
+        ready = done
         updates.append(update)
         if watch is not None:
             watch(update, ready)

@@ -88,6 +88,7 @@ MEASURED_FIGURES = (
     "max_lag_s",
     "keeps_up",
     "late_updates",
+    "cancelled_updates",
 )
 
 
@@ -240,6 +241,7 @@ class TalkRecognition:
             "keeps_up": bool(ready) and ready[-1] - self.duration_ms <= 1000.0 * KEEPS_UP_FINAL_LAG_S,
             "timing": self.loop.options.timing,
             "late_updates": self.loop.late_updates,
+            "cancelled_updates": self.loop.cancelled_updates,
             **self.slow_updates(),
             "model_load_s": round(self.load_seconds, 3),
         }
