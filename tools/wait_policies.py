@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,9 @@ VARIANTS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     "active": ({"OMP_WAIT_POLICY": "active"}, ()),
     "passive": ({"OMP_WAIT_POLICY": "passive"}, ()),
     "1-thread": ({}, ("--threads", "1")),
+    # bounded spins, set as the user would (each spin count overrides the policy's own)
+    "spin-30000": ({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "30000"}, ()),
+    "spin-300000": ({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "300000"}, ()),
 }
 
 
@@ -41,7 +46,12 @@ def bench(streams: Path, model: str | None, rounds: int, variant: str) -> dict[s
     if model:
         command += ["--model", model]
     before = os.getloadavg()[0]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    process_wall = time.perf_counter() - start
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    process_cpu = (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
     after = os.getloadavg()[0]
     if done.returncode != 0:
         raise SystemExit(f"{variant}: simul bench failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -54,7 +64,9 @@ def bench(streams: Path, model: str | None, rounds: int, variant: str) -> dict[s
         "variant": variant,
         "load_before": before,
         "load_after": after,
-        "cpu_per_wall": round(cpu / wall, 3) if wall else None,
+        "cpu_per_wall": round(cpu / wall, 3) if wall else None,  # of the rounds' turns (--rounds >= 2)
+        # of the whole process (start-up, calibration and decoding), for every --rounds
+        "process_cpu_per_wall": round(process_cpu / process_wall, 3) if process_wall else None,
         "threads": doc["threads"],
         "cpu": doc["cpu"],
         "methods": record["methods"],
@@ -70,8 +82,12 @@ def summarize(runs: list[dict[str, Any]], variants: list[str]) -> list[dict[str,
             for name in ("tps", "speedup"):
                 figures = [r["methods"][key][name] for r in mine]
                 values = [v for f in figures for v in f["rounds"] if v is not None]
+                points = [f["value"] for f in figures if f.get("value") is not None]
                 row[f"{key} {name}"] = {
                     "mean": round(sum(values) / len(values), 3) if values else None,
+                    # the processes' own figures: between-process scatter, which no one process's
+                    # rounds can show (on the 2-core Zen 3 it was larger than the variants' differences)
+                    "processes": [min(points), max(points)] if points else None,
                     "low": min(f["low"] for f in figures if f["low"] is not None),
                     "high": max(f["high"] for f in figures if f["high"] is not None),
                 }
@@ -80,6 +96,7 @@ def summarize(runs: list[dict[str, Any]], variants: list[str]) -> list[dict[str,
             round(max(r["load_after"] for r in mine), 2),
         ]
         row["cpu_per_wall"] = [r["cpu_per_wall"] for r in mine]
+        row["process_cpu_per_wall"] = [r.get("process_cpu_per_wall") for r in mine]
         rows.append(row)
     for column in [c for c in rows[0] if c.endswith(" tps")]:
         best = max(r[column]["mean"] for r in rows if r[column]["mean"] is not None)
@@ -108,7 +125,7 @@ def main() -> None:
             run = bench(options.streams, options.model, options.rounds, variant)
             print(
                 f"cycle {cycle + 1} {variant}: load {run['load_before']:.2f} -> {run['load_after']:.2f}, "
-                f"CPU/wall {run['cpu_per_wall']}",
+                f"CPU/wall {run['cpu_per_wall']} (turns), {run['process_cpu_per_wall']} (process)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -122,8 +139,13 @@ def main() -> None:
         for column, figure in row.items():
             if isinstance(figure, dict):
                 share = f" ({figure['of_fastest']:.3f} of fastest)" if "of_fastest" in figure else ""
-                cells.append(f"{column} {figure['mean']} [{figure['low']}, {figure['high']}]{share}")
-        cells.append(f"load {row['load'][0]}-{row['load'][1]}, CPU/wall {row['cpu_per_wall']}")
+                spread = figure.get("processes")
+                between = f" processes {spread[0]}-{spread[1]}" if spread else ""
+                cells.append(f"{column} {figure['mean']} [{figure['low']}, {figure['high']}]{between}{share}")
+        cells.append(
+            f"load {row['load'][0]}-{row['load'][1]}, CPU/wall {row['cpu_per_wall']} (turns), "
+            f"{row['process_cpu_per_wall']} (process)"
+        )
         print("  ".join(cells))
     if options.json:
         options.json.write_text(json.dumps({"runs": runs, "rows": rows}, indent=1) + "\n", encoding="utf-8")
