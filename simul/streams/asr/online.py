@@ -310,6 +310,7 @@ class OnlineRecognizer:
         return kind
 
 
+NEAR_END_UPDATES = 3.0  # an update may be stopped at the end only this many slowest updates before it
 UpdateWatch = Callable[[Update, float], None]  # (the update, when its result is ready on the talk clock)
 
 
@@ -329,11 +330,15 @@ def recognize_recording(
     heard = 0
     ready = 0.0
     duration_ms = 1000.0 * len(samples) / SAMPLE_RATE
+    slowest = 0.0
     while heard < len(samples):
         late = plan.late
         end = plan.next_end(heard, ready)
-        # ``auto`` behind the audio: an update that the end of the recording overtakes is stopped there
-        cancellable = options.timing == "auto" and plan.late > late and end < len(samples)
+        # ``auto`` behind the audio: an update that the end of the recording overtakes is stopped there.
+        # Its state is kept only near the end (within a few of the slowest updates so far), where that can
+        # happen: a copy at every late update would grow with the talk's committed words.
+        near_end = duration_ms - 1000.0 * end / SAMPLE_RATE <= NEAR_END_UPDATES * slowest
+        cancellable = options.timing == "auto" and plan.late > late and end < len(samples) and near_end
         state = loop.state() if cancellable else None
         loop.insert_audio(samples[heard:end])
         update = loop.process()
@@ -345,6 +350,7 @@ def recognize_recording(
             continue
         heard = end
         ready = done
+        slowest = max(slowest, update.compute_ms)
         updates.append(update)
         if watch is not None:
             watch(update, ready)
