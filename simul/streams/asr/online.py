@@ -165,8 +165,9 @@ class OnlineRecognizer:
         return {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in ("recognizer", "options")}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Back to :meth:`state`'s copy: as if the updates since had not run."""
-        vars(self).update(copy.deepcopy(state))
+        """Back to :meth:`state`'s copy, as if the updates since had not run; the copy is taken over, not
+        copied again (use each copy once)."""
+        vars(self).update(state)
 
     def insert_audio(self, samples: Samples) -> None:
         self.audio = np.concatenate([self.audio, np.asarray(samples, dtype=np.float32)])
