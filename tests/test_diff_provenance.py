@@ -285,3 +285,23 @@ def test_streams_recognized_differently_are_refused_naming_what_differs(
     # streams not made from audio: only the steps are named
     code, _, err = diff(new_run, other_words, "--allow-missing", "comet")
     assert code == 2 and "1 of 8 shared streams have other steps" in " ".join(err.split()), err
+
+
+def test_every_figure_a_long_form_recognition_measures_is_named_apart() -> None:
+    """Two recognitions of one recording on machines of other speeds differ only in what the long-form
+    recognizer measures (how long its updates took, how late they were): each such field is listed with
+    the measured figures, none as a difference in how the audio was recognized."""
+    from simul.reports.stream_origin import explain
+    from simul.streams.asr.measured import TALK_MEASURED
+    from simul.streams.format import Step, Stream
+
+    def talk(scale: float) -> Stream:
+        record: dict[str, Any] = {"recognizer": "faster-whisper", "model": "whisper-base"}
+        record.update({name: [scale, 2 * scale] for name in TALK_MEASURED})
+        steps = (Step(source="Hello", time_ms=1000.0), Step(source="Hello world", time_ms=2000.0))
+        return Stream(id="t", src="en", tgt="de", steps=steps, provenance={"asr": record})
+
+    message = explain({"t": talk(1.0)}, {"t": talk(1.5)})
+    assert "recognized differently" not in message, message
+    listed = message.split("measured figures differ (")[1].split(")")[0].split(", ")
+    assert sorted(listed) == sorted(TALK_MEASURED)

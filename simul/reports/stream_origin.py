@@ -16,21 +16,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from simul.common.safe_text import excerpt
+from simul.streams.asr.measured import MEASURED
 from simul.streams.format import Stream
 
-# recorded figures of one recognition (how long it took, how far behind it fell), not how it was made
-MEASURED_FIELDS = frozenset(
-    {
-        "compute_ms",
-        "real_time_factor",
-        "recognitions",
-        "final_lag_s",
-        "max_lag_s",
-        "keeps_up",
-        "late_updates",
-        "cancelled_updates",
-    }
-)
 MAX_FIELDS = 6  # named in the message; the rest counted
 
 
@@ -103,12 +91,12 @@ def explain(base: Mapping[str, Stream], new: Mapping[str, Stream]) -> str:
         if b is not None and n is not None:
             for key, values in recognizer_differences(b, n).items():
                 fields.setdefault(key, values)
-    how = {k: v for k, v in fields.items() if k.split(".")[-1] not in MEASURED_FIELDS}
+    how = {k: v for k, v in fields.items() if k.split(".")[-1] not in MEASURED}
     if how:
         named = [_describe(key, b, n) for key, (b, n) in list(how.items())[:MAX_FIELDS]]
         more = f" and {len(how) - MAX_FIELDS} more" if len(how) > MAX_FIELDS else ""
         parts.append("the audio was recognized differently: " + "; ".join(named) + more)
-    measured = sorted(k for k in fields if k.split(".")[-1] in MEASURED_FIELDS)
+    measured = sorted(k for k in fields if k.split(".")[-1] in MEASURED)
     if measured:
         parts.append(
             "the recognitions' measured figures differ (" + ", ".join(measured) + "): under --timing auto "

@@ -49,6 +49,7 @@ from simul.streams import format as fmt
 from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import SAMPLE_RATE, Samples, audio_info, read_audio, speech_mask
 from simul.streams.asr.build import _aligned_lines, _talk_of, check_spans, file_segments
+from simul.streams.asr.measured import TALK_MEASURED
 from simul.streams.asr.online import (
     OnlineOptions,
     OnlineRecognizer,
@@ -76,20 +77,6 @@ SLOWEST_SHOWN = 5
 # ready within KEEPS_UP_FINAL_LAG_S of the recording's end.
 BEHIND_LAG_MS = 2000.0
 KEEPS_UP_FINAL_LAG_S = 3.0
-# The provenance figures that are measured on the machine: a stream timed by the audio leaves them out.
-MEASURED_FIGURES = (
-    "compute_s",
-    "real_time_factor",
-    "update_ms_by_quarter",
-    "update_cpu_ms_by_quarter",
-    "update_ms_median",
-    "updates_over_2x_median",
-    "final_lag_s",
-    "max_lag_s",
-    "keeps_up",
-    "late_updates",
-    "cancelled_updates",
-)
 
 
 @dataclass(frozen=True)
@@ -492,7 +479,7 @@ def recognize_talk(
         "trims",
         "capped_updates",
         "loops_dropped",
-        *(() if options.timing == "audio" else MEASURED_FIGURES),
+        *(() if options.timing == "audio" else TALK_MEASURED),
     )
     asr.update({key: figures[key] for key in kept})
     provenance: dict[str, Any] = {
