@@ -50,6 +50,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from busy_loops import Loops  # noqa: E402
+
 GOAL = 1.5  # loaded wall time at most this many times the idle one
 LIBGOMP_DEFAULT_SPIN = "300000"  # libgomp's spin count when OMP_WAIT_POLICY is not set (env.c)
 
@@ -129,28 +132,6 @@ class Result:
             "tps": {m["key"]: m["metrics"].get("tps") for m in self.run.get("methods", [])},
             "bench": self.bench,
         }
-
-
-class Competitor:
-    """``python -c 'while True: pass'`` pinned to one core, for the duration of a ``with`` block."""
-
-    def __init__(self, core: int) -> None:
-        self.core = core
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Competitor:
-        core = self.core
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", "while True: pass"],
-            preexec_fn=lambda: os.sched_setaffinity(0, {core}),  # pinned before it runs a single loop
-        )
-        time.sleep(0.5)  # let it take its core before simul looks at the machine
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
 
 
 def run_simul(
@@ -367,7 +348,7 @@ def main() -> int:
                     out = root / f"{variant.name}-{condition}-{i + 1}"
                     run = (variant, condition, args.limit, out, args.simul_args, args.max_seconds)
                     bench = (variant, args.bench_streams, args.bench_limit, args.simul_args, args.max_seconds)
-                    with Competitor(args.core) if condition == "loaded" else contextlib.nullcontext():
+                    with Loops(1, [args.core]) if condition == "loaded" else contextlib.nullcontext():
                         result = run_eval(*run)
                         if args.bench_streams is not None:
                             result.bench = run_bench(*bench)

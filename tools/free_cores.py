@@ -41,39 +41,10 @@ sys.path.insert(0, str(REPO))
 
 from simul.machine.threads import physical_cores  # noqa: E402  (the repository, not an installed simul)
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from busy_loops import Loops  # noqa: E402
+
 GOAL = 1.15
-
-
-class Loops:
-    """``k`` busy loops, each pinned to a core, for the duration of a ``with`` block."""
-
-    def __init__(self, k: int, cores: list[int] | None) -> None:
-        """``cores``: the CPUs to pin the loops to, round robin; None: not pinned (the kernel balances them
-        with simul's threads, as it does ordinary busy processes)."""
-        self.k, self.cores = k, cores
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    def __enter__(self) -> Loops:
-        for i in range(self.k):
-            if self.cores is None:
-                self.processes.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
-                continue
-            core = self.cores[i % len(self.cores)]
-            self.processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", "while True: pass"],
-                    preexec_fn=lambda core=core: os.sched_setaffinity(0, {core}),  # type: ignore[misc]
-                )
-            )
-        if self.k:
-            time.sleep(1.0)  # let them take their cores before simul samples the machine
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
 
 
 def run_eval(out: Path, limit: int, threads: int | None, extra: list[str]) -> dict[str, Any]:

@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from contention_check import Competitor, Variant, parse_variant
+from busy_loops import Loops
+from contention_check import Variant, parse_variant
 
 REPO = Path(__file__).resolve().parent.parent
 CANDIDATES = [
@@ -95,7 +96,7 @@ def main() -> int:
             load = os.getloadavg()[0]
             start = time.perf_counter()
             if condition == "loaded":
-                with Competitor(args.core):
+                with Loops(1, [args.core]):
                     figures = measure(variant, args.model, args.threads, args.repeats)
             else:
                 figures = measure(variant, args.model, args.threads, args.repeats)
