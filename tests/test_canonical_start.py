@@ -51,16 +51,31 @@ def differing_steps(whole: Outputs, part: Outputs) -> int:
 
 
 def check_orders_and_subsets(
-    backend: LlamaBackend, streams: list[Stream], methods: tuple[Method, ...], resumed_from: int
+    backend: LlamaBackend,
+    streams: list[Stream],
+    methods: tuple[Method, ...],
+    resumed_from: int,
+    every_stream_backwards: bool = True,
 ) -> None:
+    """Every stream's steps in one run equal the same stream's steps when it is decoded in another order,
+    after other methods, in a resumed run and in a shard. ``every_stream_backwards=False`` decodes only the
+    resumed run's streams backwards (a resumed run from a fresh state, in reverse order, methods reversed):
+    a third fewer decodes, the same kinds of neighbour."""
     whole = decode(backend, streams, methods)
-    # another order, after other methods have left their cache behind
-    backwards = decode(backend, streams[::-1], methods[::-1])
-    assert backwards.keys() == whole.keys()
-    assert differing_steps(whole, backwards) == 0
+    if every_stream_backwards:
+        # another order, after other methods have left their cache behind
+        backwards = decode(backend, streams[::-1], methods[::-1])
+        assert backwards.keys() == whole.keys()
+        assert differing_steps(whole, backwards) == 0
     # the streams after the first ``resumed_from`` alone, as a resumed run decodes them, from a fresh state
     backend.reset()
-    resumed = decode(backend, streams[resumed_from:], methods)
+    rest = streams[resumed_from:]
+    resumed = (
+        decode(backend, rest, methods)
+        if every_stream_backwards
+        else decode(backend, rest[::-1], methods[::-1])
+    )
+    assert len(resumed) == len(rest) * len(methods)
     assert differing_steps(whole, resumed) == 0
     # every other stream with the last method alone (a shard, a single-method run)
     shard = decode(backend, streams[1::2], methods[-1:])
@@ -104,5 +119,6 @@ def test_order_and_subsets_give_identical_steps_on_the_default_model(gemma_backe
     steps differed before it); this one shows it on a model whose choices are real near-ties."""
     streams = [s for s in read_streams(FIXTURE) if len(s.steps) <= 8]
     assert len(streams) == 8 and max(len(s.steps[-1].source.split()) for s in streams) > 20
-    # streams 5-8 alone equal the same streams in the 8-stream run (a resumed run)
-    check_orders_and_subsets(gemma_backend, streams, (Method("rt"), Method("ssbd", beta=0.2)), resumed_from=4)
+    # streams 5-8 alone, backwards, equal the same streams in the 8-stream run (a resumed run)
+    methods = (Method("rt"), Method("ssbd", beta=0.2))
+    check_orders_and_subsets(gemma_backend, streams, methods, resumed_from=4, every_stream_backwards=False)
