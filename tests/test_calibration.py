@@ -219,6 +219,13 @@ def test_timing_notes_mark_runs_the_calibration_disowns() -> None:
     assert list(slow.unreliable) == ["rt"] and "2.00x" in slow.unreliable["rt"]
     assert "speedup" in slow.marks("ssbd-b0.2") and "tps" not in slow.marks("ssbd-b0.2")
     assert MAX_SLOWDOWN < 2.0
+    # the run's passes a third of the calibrated ones: the calibration ran slow, so its bound is not the run's
+    fast = TimingNotes.from_run(_run(good, (0.33, 100), (0.5, 50)))
+    assert list(fast.unreliable) == ["rt"] and "0.33x" in fast.unreliable["rt"]
+    assert "calibration met a slower machine" in fast.unreliable["rt"]
+    assert "speedup" in fast.marks("ssbd-b0.2")
+    # within 1.5x either way: not marked
+    assert TimingNotes.from_run(_run(good, (0.7, 100), (0.7, 50))).unreliable == {}
     # threads slower together than alone: every method
     waiting = PassCosts(2, 20.0, 2.0, 32, 18.0).to_json()  # 2 threads slower than one
     notes = TimingNotes.from_run(_run(waiting, (2.0, 100), (1.0, 50)))

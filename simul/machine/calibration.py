@@ -46,7 +46,10 @@ threads that give 2.75x (efficiency 0.34, a memory-bound machine) unmarked.
 
 During the run, RT's one-token passes should cost what they cost here: a run whose mean one-token pass is
 more than MAX_SLOWDOWN times the calibrated one met a slower machine (another job started, the CPU was
-throttled), and is marked too.
+throttled), and is marked too; so is one whose mean pass is less than 1/MAX_SLOWDOWN of it, where the
+calibration met the slower machine and its bound and c do not describe the run (a 2-core Zen 5 VM calibrated
+a 1.5B model's one-token pass at 116.7 ms, with 3-row passes at 760 ms and 4-row ones at 61 ms, and then ran
+its RT passes at about 37 ms).
 """
 
 from __future__ import annotations

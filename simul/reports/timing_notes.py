@@ -23,7 +23,7 @@ from simul.request.methods import Method
 # What makes a method's timing unreliable, in the words of the tables and `simul diff`.
 UNRELIABLE_WHY = (
     f"the process got less than {100 * MIN_SHARE:.0f}% of the CPU time it asked for (other jobs were "
-    "running), or its forward passes cost more than the machine's calibrated ones"
+    "running), or its forward passes cost more or less than the machine's calibrated ones"
 )
 # Figures relative to RT's speed in the same run: unreliable when RT's timing is.
 RELATIVE_TO_RT = names(lambda m: m.relative_to_rt)
@@ -136,7 +136,8 @@ def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, st
     """Methods whose timings the calibration (simul.machine.calibration, run.json's
     environment.pass_costs) makes unreliable, and why: every method when the machine's per-pass overhead
     was out of line (threads gaining too little over one thread); a method whose mean one-token pass in the
-    run was more than MAX_SLOWDOWN times the calibrated one (the machine got slower during the run)."""
+    run was more than MAX_SLOWDOWN times the calibrated one (the machine got slower during the run) or less
+    than its 1/MAX_SLOWDOWN (the calibration ran slow, so the bounds and c built on it are not the run's)."""
     calibrated = PassCosts.from_json(costs)
     if calibrated is None:
         return {}
@@ -152,11 +153,12 @@ def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, st
             ratio = run_slowdown(calibrated, float(counts["decode_seconds"]), int(counts["decode_passes"]))
         except (KeyError, TypeError, ValueError):
             continue
-        if ratio is not None and ratio > MAX_SLOWDOWN:
-            why = (
-                f"one-token passes took {ratio:.2f}x the {calibrated.one_token_ms:.1f} ms calibrated before "
-                "the run"
-            )
-            key = method["key"]
-            out[key] = f"{out[key]}; {why}" if key in out else why
+        if ratio is None or 1.0 / MAX_SLOWDOWN <= ratio <= MAX_SLOWDOWN:
+            continue
+        why = f"one-token passes took {ratio:.2f}x the {calibrated.one_token_ms:.1f} ms calibrated before "
+        why += "the run"
+        if ratio < 1.0:
+            why += " (the calibration met a slower machine: Bound and c are not this run's)"
+        key = method["key"]
+        out[key] = f"{out[key]}; {why}" if key in out else why
     return out
