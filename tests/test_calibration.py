@@ -73,6 +73,35 @@ def test_calibration_measures_passes_and_rows_on_a_fake_clock() -> None:
     assert backend.resets >= 1
 
 
+class SpellBackend(FakeBackend):
+    """A FakeBackend with a slow spell: passes ``slow_from`` .. ``slow_from + length - 1`` (counted from
+    the first) cost 12 times as much, as a VM's passes did for some seconds at a time."""
+
+    def __init__(self, slow_from: int, length: int) -> None:
+        super().__init__(threads=2, fixed=0.010, per_row=0.002, wake=0.001)
+        self.calls, self.slow = 0, range(slow_from, slow_from + length)
+
+    def eval(self, tokens: list[int], logits_from: int | None = None) -> Any:
+        before = self.now
+        out = super().eval(tokens, logits_from)
+        if self.calls in self.slow:
+            self.now = before + 12 * (self.now - before)
+        self.calls += 1
+        return out
+
+
+@pytest.mark.parametrize("slow_from", [5, 20, 40])
+def test_a_slow_spell_shorter_than_a_round_costs_no_width_its_figure(slow_from: int) -> None:
+    """Each width is measured once a round, the rounds taking turns, so a spell of six passes (three
+    widths' measurements, or both of one width's when they ran back to back) leaves every width a fast
+    measurement."""
+    backend = SpellBackend(slow_from, length=6)
+    costs = calibrate(backend, passes=4, draft=10, repeats=2, clock=backend.clock, single_thread=False)
+    assert costs.one_token_ms == pytest.approx(7.0)
+    for n, ms in costs.widths:
+        assert ms == pytest.approx(((0.010 + 0.002 * n) / 2 + 0.001) * 1000), n
+
+
 def test_threads_that_wait_more_than_they_compute_are_a_problem() -> None:
     backend = FakeBackend(threads=2, fixed=0.010, per_row=0.002, wake=0.010)  # wake-ups of 10 ms a pass
     costs = calibrate(backend, passes=4, draft=10, repeats=1, clock=backend.clock)
