@@ -304,8 +304,8 @@ def calibrate(
         if single_thread and backend.n_threads > 1:
             backend.set_threads(1)
             try:
-                single = _best(repeats, one_token)
-                wide_single = _best(repeats, partial(verify, draft))
+                alone = _best_in_turns(repeats, {1: one_token, draft: partial(verify, draft)})
+                single, wide_single = alone[1], alone[draft]
             finally:
                 backend.set_threads(backend.n_threads)
     finally:

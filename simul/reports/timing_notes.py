@@ -155,8 +155,10 @@ def pass_cost_reasons(costs: Any, methods: Any, keys: list[str]) -> dict[str, st
             continue
         if ratio is None or 1.0 / MAX_SLOWDOWN <= ratio <= MAX_SLOWDOWN:
             continue
-        why = f"one-token passes took {ratio:.2f}x the {calibrated.one_token_ms:.1f} ms calibrated before "
-        why += "the run"
+        why = (
+            f"one-token passes took {ratio:.2f}x the {calibrated.one_token_ms:.1f} ms calibrated before "
+            "the run"
+        )
         if ratio < 1.0:
             why += " (the calibration met a slower machine: Bound and c are not this run's)"
         key = method["key"]
