@@ -35,12 +35,19 @@ thread (:func:`one_blas_thread`); CTranslate2's ``cpu_threads`` gave the same wo
 run condition, reported in the summary, not part of a stream's provenance. What can still differ between
 machines is CTranslate2's kernels, which it picks by the CPU's instruction set: the provenance records
 ``cpu_isa`` and the library versions.
+
+CTranslate2 also picks its matrix-product library by the CPU's *vendor*: Intel MKL on a GenuineIntel CPU,
+oneDNN elsewhere (x86 wheels carry both). The two sum in other orders, and on a 2-core Intel Xeon the shipped
+ACL 60/60 sample three times over lost a whole sentence-pair with MKL that oneDNN (and every AMD CPU) kept.
+So simul asks for oneDNN everywhere (:func:`pin_matrix_library`: ``CT2_USE_MKL=0`` unless the user set it),
+and records which one ran as ``ctranslate2_mkl``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -51,7 +58,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from simul.common.cpu import cpu_isa
+from simul.common.cpu import cpu_isa, read_cpuinfo
 from simul.common.errors import SimulError, UsageError
 from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
@@ -267,6 +274,44 @@ def _loop_free_indices(keys: Sequence[str], times: int, longest: int) -> list[in
     return out
 
 
+MKL_ENV = "CT2_USE_MKL"
+_mkl_in_effect: bool | None = None
+
+
+def pin_matrix_library() -> bool:
+    """Ask CTranslate2 for oneDNN instead of MKL (``CT2_USE_MKL=0``) unless the user chose, and return
+    whether MKL is in effect in this process.
+
+    CTranslate2 reads ``CT2_USE_MKL`` once, when it is imported, and without it uses MKL on Intel CPUs only
+    (its ``cpu_is_intel`` default), so the same recording gave other words on an Intel and an AMD CPU. The
+    variable is set before the first import; if CTranslate2 was imported before simul could set it, the
+    answer follows CTranslate2's own rule from the environment it saw then.
+    """
+    global _mkl_in_effect
+    if _mkl_in_effect is None:
+        if "ctranslate2" not in sys.modules:
+            os.environ.setdefault(MKL_ENV, "0")
+        value = os.environ.get(MKL_ENV)
+        if value is None:
+            _mkl_in_effect = _intel_x86()
+        else:
+            _mkl_in_effect = value.strip().lower() in ("1", "true", "on", "yes") and _x86()
+    return _mkl_in_effect
+
+
+def _x86() -> bool:
+    import platform
+
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+def _intel_x86() -> bool:
+    return _x86() and "GenuineIntel" in (read_cpuinfo() or "")
+
+
+pin_matrix_library()  # before anything imports CTranslate2 (faster-whisper imports it)
+
+
 def has_faster_whisper() -> bool:
     try:
         import faster_whisper  # noqa: F401
@@ -346,6 +391,7 @@ class WhisperRecognizer:
     def __init__(self, model_dir: Path, options: RecognizerOptions | None = None) -> None:
         self.options = options or RecognizerOptions()
         self.options.check()
+        pin_matrix_library()
         try:
             from faster_whisper import WhisperModel
             from faster_whisper.tokenizer import Tokenizer
@@ -403,6 +449,7 @@ class WhisperRecognizer:
             **settings,
             "versions": recognizer_versions(),
             "cpu_isa": cpu_isa(),
+            "ctranslate2_mkl": pin_matrix_library(),
             "temperature": 0.0,
             "condition_on_previous_text": False,
             "timestamps": False,

