@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from simul.machine import load_order
+from simul.machine.openmp import IDLE_SPIN
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -77,7 +78,7 @@ def test_a_decoding_command_on_a_cuda_build_loads_llama_before_numpy(tmp_path: P
     seen = json.loads(record.read_text())
     assert seen["numpy_before"] is False
     # the wait policy was set before the library loaded (simul's idle default, with no sample)
-    assert seen["omp"] == "active" and seen["spin"] == "3000"
+    assert seen["omp"] == "active" and seen["spin"] == IDLE_SPIN
 
 
 def test_the_reason_is_recorded_with_the_policy(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ VARIANTS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     # bounded spins, set as the user would (each spin count overrides the policy's own)
     "spin-30000": ({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "30000"}, ()),
     "spin-300000": ({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "300000"}, ()),
+    "spin-3000000": ({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "3000000"}, ()),
 }
 
 

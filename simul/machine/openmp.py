@@ -24,11 +24,17 @@ docs/results.md, "OpenMP waiting"):
   min(1000, GOMP_SPINCOUNT) under ``active``. With 100 the N = 1 lane waited almost as if passive: a
   one-token pass of 31.1 ms, 1.08x faster than one thread.)
   A barrier inside a pass is reached within microseconds by every thread, so a few thousand iterations
-  (tens of microseconds) catch nearly all of them without a futex wake-up; a thread that waits longer
-  (between forward passes, while Python picks the next token, or for a thread queued behind another job)
-  sleeps after that and gives its core back. On 2 idle cores a one-token pass of the default model took
-  17.5 ms with any spin from 1000 iterations to ``active``, and 33 ms with ``passive`` (a sleeping thread's
-  wake-up at every barrier; one thread alone: 32 ms).
+  catch nearly all of *those* without a futex wake-up: on 2 idle cores a one-token pass of the default
+  model took 17.5 ms with any spin from 1000 iterations to ``active``, and 33 ms with ``passive`` (a
+  sleeping thread's wake-up at every barrier; one thread alone: 32 ms). But a whole run also waits
+  *between* passes, while Python picks the next token or prepares the next step, and a thread that slept
+  there pays a wake-up at the next pass; on a KVM guest that wake-up is dear. On a 2-core Intel Xeon (KVM,
+  2026-12-02, `tools/wait_policies.py`, 8-11 processes per variant) 3000 iterations ran `simul bench` at
+  0.93 (RT) and 0.90 (SSBD) of ``active``'s tokens per second, 30000 at 0.95 / 0.97, and 3,000,000 at
+  0.99 / 1.00 of ``active`` in the same cycles; on an AMD EPYC Zen 3, 3000 was already level with
+  ``active``. So the bound is :data:`IDLE_SPIN` = 3,000,000 iterations: some 30-150 ms, which covers the
+  gaps of a decoding loop, and still gives the core back soon after the last pass (before scoring, for
+  instance), which ``active``'s 3e10 does not.
 * **A core taken** (the same sample and the load average agree): ``passive``, so that a spinning thread
   never holds a core that the thread it waits for needs. The thread count does not follow the load
   (simul.machine.threads: outputs and speed figures must not depend on a passing burst), so next
@@ -58,7 +64,7 @@ from typing import Any
 
 POLICY_ENV = "OMP_WAIT_POLICY"
 SPIN_ENV = "GOMP_SPINCOUNT"
-IDLE_SPIN = "3000"  # GOMP_SPINCOUNT when no core is taken by other work (see the module docstring)
+IDLE_SPIN = "3000000"  # GOMP_SPINCOUNT when no core is taken by other work (see the module docstring)
 IDLE_POLICY = "active"  # with IDLE_SPIN: a bounded spin (GOMP_SPINCOUNT overrides the policy's own count)
 BUSY_POLICY = "passive"  # OMP_WAIT_POLICY when a core is taken
 # Shared libraries of OpenMP runtimes, as they appear in /proc/self/maps.
