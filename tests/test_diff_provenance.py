@@ -305,3 +305,24 @@ def test_every_figure_a_long_form_recognition_measures_is_named_apart() -> None:
     assert "recognized differently" not in message, message
     listed = message.split("measured figures differ (")[1].split(")")[0].split(", ")
     assert sorted(listed) == sorted(TALK_MEASURED)
+
+
+def test_a_recognition_on_another_matrix_library_is_named() -> None:
+    """CTranslate2 on MKL (an Intel CPU where the user set CT2_USE_MKL=1) against oneDNN: the same words
+    may come out or not, and when the streams differ the refusal names the library as a difference in how
+    the audio was recognized, not as a measured figure."""
+    from simul.reports.stream_origin import explain
+    from simul.streams.format import Step, Stream
+
+    def talk(mkl: bool, source: str) -> Stream:
+        record: dict[str, Any] = {
+            "recognizer": "faster-whisper",
+            "model": "whisper-base",
+            "ctranslate2_mkl": mkl,
+        }
+        steps = (Step(source="Hello", time_ms=1000.0), Step(source=source, time_ms=2000.0))
+        return Stream(id="t", src="en", tgt="de", steps=steps, provenance={"asr": record})
+
+    message = " ".join(explain({"t": talk(False, "Hello world")}, {"t": talk(True, "Hello word")}).split())
+    assert "recognized differently" in message and "ctranslate2_mkl" in message, message
+    assert "measured figures differ" not in message, message
