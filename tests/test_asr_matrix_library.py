@@ -6,11 +6,12 @@ CTranslate2 reads the variable once, when it is imported."""
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 
 import pytest
+
+from simul.common.cpu import is_x86_64
 
 PROBE = (
     "import os, simul.streams.asr.recognizer as r; "
@@ -29,7 +30,7 @@ def test_simul_asks_for_onednn_when_the_user_did_not_choose() -> None:
     assert _python(PROBE).stdout.split() == ["0", "False"]
 
 
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="MKL is in x86 builds only")
+@pytest.mark.skipif(not is_x86_64(), reason="MKL is in x86-64 builds only")
 def test_the_users_choice_is_kept_and_recorded() -> None:
     assert _python(PROBE, CT2_USE_MKL="1").stdout.split() == ["1", "True"]
     assert _python(PROBE, CT2_USE_MKL="false").stdout.split() == ["false", "False"]

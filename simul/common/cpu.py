@@ -4,6 +4,7 @@ OpenBLAS and CTranslate2 alike (a kernel of another family sums in another order
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 # The instruction-set families that select llama.cpp's CPU kernels (ggml-cpu's feature checks), by their
@@ -45,6 +46,12 @@ ISA_FLAGS = frozenset(
         "sme",
     }
 )
+
+
+def is_x86_64() -> bool:
+    """Whether this is an x86-64 machine: the only one with llama.cpp's tile kernels and with MKL in
+    CTranslate2's wheels."""
+    return platform.machine().lower() in ("x86_64", "amd64")
 
 
 def read_cpuinfo() -> str | None:

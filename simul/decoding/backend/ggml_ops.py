@@ -21,7 +21,6 @@ with the patch's tile switch on and AVX-512, two columns or more through its mul
 from __future__ import annotations
 
 import ctypes
-import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
+from simul.common.cpu import is_x86_64
 from simul.decoding.backend.exactness import loaded_libraries
 
 #: ggml's type ids (ggml.h, enum ggml_type) for the weight types simul's models hold
@@ -193,12 +193,7 @@ class Ggml:
         """The tile kernels are compiled in: x86-64 with AVX2 (elsewhere the switch is there, the kernels
         are not, and every product takes the kernels it took before the patch)."""
         has_avx2 = getattr(self.cpu, "ggml_cpu_has_avx2", None)
-        return (
-            self.has_tiles
-            and platform.machine().lower() in ("x86_64", "amd64")
-            and has_avx2 is not None
-            and bool(has_avx2())
-        )
+        return self.has_tiles and is_x86_64() and has_avx2 is not None and bool(has_avx2())
 
 
 class MatMul(_Weights):

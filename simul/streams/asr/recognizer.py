@@ -58,7 +58,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from simul.common.cpu import cpu_isa, read_cpuinfo
+from simul.common.cpu import cpu_isa, is_x86_64, read_cpuinfo
 from simul.common.errors import SimulError, UsageError
 from simul.streams.asr.agreement import TimedWord
 from simul.streams.asr.audio import FRAME_MS, SAMPLE_RATE, Samples, speech_mask
@@ -293,20 +293,10 @@ def pin_matrix_library() -> bool:
             os.environ.setdefault(MKL_ENV, "0")
         value = os.environ.get(MKL_ENV)
         if value is None:
-            _mkl_in_effect = _intel_x86()
+            _mkl_in_effect = is_x86_64() and "GenuineIntel" in (read_cpuinfo() or "")
         else:
-            _mkl_in_effect = value.strip().lower() in ("1", "true", "on", "yes") and _x86()
+            _mkl_in_effect = value.strip().lower() in ("1", "true", "on", "yes") and is_x86_64()
     return _mkl_in_effect
-
-
-def _x86() -> bool:
-    import platform
-
-    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
-
-
-def _intel_x86() -> bool:
-    return _x86() and "GenuineIntel" in (read_cpuinfo() or "")
 
 
 pin_matrix_library()  # before anything imports CTranslate2 (faster-whisper imports it)
@@ -391,7 +381,6 @@ class WhisperRecognizer:
     def __init__(self, model_dir: Path, options: RecognizerOptions | None = None) -> None:
         self.options = options or RecognizerOptions()
         self.options.check()
-        pin_matrix_library()
         try:
             from faster_whisper import WhisperModel
             from faster_whisper.tokenizer import Tokenizer
