@@ -285,7 +285,8 @@ def pin_matrix_library() -> bool:
     CTranslate2 reads ``CT2_USE_MKL`` once, when it is imported, and without it uses MKL on Intel CPUs only
     (its ``cpu_is_intel`` default), so the same recording gave other words on an Intel and an AMD CPU. The
     variable is set before the first import; if CTranslate2 was imported before simul could set it, the
-    answer follows CTranslate2's own rule from the environment it saw then.
+    answer follows CTranslate2's own rule from the environment it saw then. CTranslate2 4.x takes only
+    ``1`` and ``true`` (any case) as true: ``on`` or ``yes`` leave MKL off (seen in its CT2_VERBOSE banner).
     """
     global _mkl_in_effect
     if _mkl_in_effect is None:
@@ -295,7 +296,7 @@ def pin_matrix_library() -> bool:
         if value is None:
             _mkl_in_effect = is_x86_64() and "GenuineIntel" in (read_cpuinfo() or "")
         else:
-            _mkl_in_effect = value.strip().lower() in ("1", "true", "on", "yes") and is_x86_64()
+            _mkl_in_effect = value.strip().lower() in ("1", "true") and is_x86_64()
     return _mkl_in_effect
 
 
