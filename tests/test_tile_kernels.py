@@ -128,14 +128,30 @@ def test_every_column_of_a_wide_product_equals_the_column_alone(
 
 def _tiled_widths(g: Ggml, type_name: str, mode: str) -> list[int]:
     """The widths whose products the tile kernels take: Q8_0 and Q5_0 up to the tile width; in exact mode,
-    Q6_K from 2 columns (in fast mode llama.cpp's tiled K-quant matmul takes it from 8)."""
+    Q6_K from the library's first width (one column with AVX-512 VNNI, else two; in fast mode llama.cpp's
+    tiled K-quant matmul takes it from 8)."""
     if not g.tiles_built:
         return []
     if type_name in TILED:
         return [n for n in WIDTHS if n <= TILE_COLS]
     if type_name == "q6_k" and mode == "exact":
-        return [n for n in WIDTHS if 2 <= n <= TILE_COLS]
+        return [n for n in WIDTHS if g.tiles_from("q6_k") <= n <= TILE_COLS]
     return []
+
+
+def test_the_tile_kernels_start_where_the_cpu_allows(ggml: Ggml) -> None:
+    """With AVX-512 VNNI the Q6_K tile and the multi-column Q4_K gemv take one column too (their form is the
+    faster one there); without VNNI they start at two columns, as before, and the one-column products keep
+    vec_dot and the gemv. Q8_0 and Q5_0 take tiles from one column wherever they are built."""
+    if not ggml.tiles_built:
+        assert all(ggml.tiles_from(t) == 0 for t in ("q8_0", "q5_0", "q6_k", "q4_k"))
+        return
+    # what the library was built for (ggml's own report of its compile-time instruction sets)
+    has_vnni = getattr(ggml.cpu, "ggml_cpu_has_avx512_vnni", None)
+    vnni = ggml.has_avx512 and has_vnni is not None and bool(has_vnni())
+    assert ggml.tiles_from("q8_0") == ggml.tiles_from("q5_0") == 1
+    assert ggml.tiles_from("q6_k") == ggml.tiles_from("q4_k") == (1 if vnni else 2)
+    assert ggml.tiles_from("f32") == 0
 
 
 def _exact_product_kind(ggml: Ggml, repacked: bool) -> type[MatMul] | type[RepackedMatMul]:
@@ -223,9 +239,51 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
         gemv_from = (lambda n: 0) if mode == "exact" else (lambda n: n - n % 4)
         unequal, multi = _every_width(ggml, product, columns, alone, gemv_from)
         assert not unequal, f"q4_k repacked ({mode}): columns unlike their gemv alone at widths {unequal}"
-        built = ggml.tiles_built  # AVX2: one column to a 256-bit register; AVX-512: two to a 512-bit one
-        want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= 2] if built else []
+        # AVX2: one column to a 256-bit register; AVX-512: two to a 512-bit one; AVX-512 VNNI: from one column
+        start = ggml.tiles_from("q4_k")
+        want = [n for n in WIDTHS if (n if mode == "exact" else n % 4) >= start] if start else []
         assert multi == want, multi
+
+
+def _extreme_weights(rows: int, k: int) -> npt.NDArray[np.float32]:
+    """Weights whose quants sit at the ends of their range: each 16-value group alternates between two
+    values far apart (every quant 0 or the largest), with group magnitudes that differ, so that one sub-block
+    of each super-block takes the largest scale, and some rows negative."""
+    pattern = np.where((np.arange(k) // 2) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    groups = np.repeat(np.linspace(0.2, 1.0, k // 16, dtype=np.float32), 16)
+    signs = np.where(np.arange(rows) % 3 == 0, -1.0, 1.0).astype(np.float32)[:, None]
+    return np.ascontiguousarray(signs * pattern * groups * 4.0, dtype=np.float32)
+
+
+def _extreme_columns(n: int, k: int) -> npt.NDArray[np.float32]:
+    """Activations that quantize to -127 or 127 throughout (every value of one magnitude), with signs that
+    follow the weights' pattern in some columns (the largest sums of one sign) and not in others."""
+    rng = np.random.default_rng(5)
+    pattern = np.where((np.arange(k) // 2) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    cols = np.empty((n, k), dtype=np.float32)
+    for c in range(n):
+        if c % 3 == 0:
+            cols[c] = pattern
+        elif c % 3 == 1:
+            cols[c] = -pattern
+        else:
+            cols[c] = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=k)
+    return cols * 2.5
+
+
+@pytest.mark.parametrize("type_name", ["q4_k", "q6_k"])
+def test_the_k_quant_kernels_are_exact_at_the_ends_of_their_ranges(ggml: Ggml, type_name: str) -> None:
+    """The VNNI forms rest on bounds (a dpbusd dword's 16 products fit an int16 for dpwssd; maddubs never
+    saturates on 6-bit quants): quants at 0 and at their largest value, the largest scales and activations of
+    magnitude 127 throughout, against each column alone."""
+    kind = _exact_product_kind(ggml, repacked=type_name == "q4_k")
+    with kind(ggml, type_name, _extreme_weights(48, 1536)) as product:
+        columns = _extreme_columns(17, 1536)
+        alone = _reference(ggml, product, columns, threads=2)
+        assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
+        for n in (1, 2, 3, 4, 5, 8, 16, 17):
+            wide = product.run(columns[:n], threads=2).out
+            assert wide.tobytes() == alone[:n].tobytes(), f"{type_name}: width {n} unlike its columns alone"
 
 
 #: (named model, weight type, row length) of every matrix the named models multiply (simul models list);

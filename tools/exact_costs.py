@@ -170,7 +170,9 @@ def _ggml() -> Any:
 
     g = Ggml(_llama())
     if not g.has_tiles:
-        raise SystemExit("this llama-cpp-python has no tile kernels (patch simul-exact/4): run make setup")
+        raise SystemExit(
+            "this llama-cpp-python has no tile kernels (patch simul-exact/4 or later): run make setup"
+        )
     return g
 
 

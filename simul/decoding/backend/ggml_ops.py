@@ -150,6 +150,7 @@ class Ggml:
         self.set_tile_cols = self._optional(c, "ggml_cpu_set_tile_cols", [ctypes.c_int], None)
         self.get_tile_cols = self._optional(c, "ggml_cpu_get_tile_cols", [], ctypes.c_int)
         self.tile_products = self._optional(c, "ggml_cpu_tile_products", [], ctypes.c_int)
+        self._tile_from = self._optional(c, "ggml_cpu_tile_from", [ctypes.c_int], ctypes.c_int)
 
     @staticmethod
     def _sig(fn: Any, argtypes: list[Any], restype: Any) -> None:
@@ -185,8 +186,19 @@ class Ggml:
 
     @property
     def has_tiles(self) -> bool:
-        """The library has the tile switch (patch simul-exact/4)."""
+        """The library has the tile switch (since patch simul-exact/4)."""
         return self.set_tile_cols is not None
+
+    def tiles_from(self, type_name: str) -> int:
+        """The fewest activation columns with which a product of ``type_name`` weights takes the tile
+        kernels (repacked Q4_K: the multi-column gemv), 0 where none do. The library says (patch
+        simul-exact/5: from one column with AVX-512 VNNI); a library of patch simul-exact/4 has no such call,
+        and there Q8_0 and Q5_0 took them from one column, Q6_K and Q4_K from two."""
+        if not self.tiles_built:
+            return 0
+        if self._tile_from is not None:
+            return int(self._tile_from(TYPES[type_name]))
+        return {"q8_0": 1, "q5_0": 1, "q6_k": 2, "q4_k": 2}.get(type_name, 0)
 
     @property
     def tiles_built(self) -> bool:
