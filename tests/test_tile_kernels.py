@@ -25,6 +25,7 @@ code, fast mode's wide Q4_K and Q6_K products differ from the one-column ones fr
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +35,9 @@ import numpy.typing as npt
 import pytest
 
 from simul.decoding.backend import exactness
+from simul.decoding.backend.ggml_ops import (
+    TYPES as GGML_TYPES,
+)
 from simul.decoding.backend.ggml_ops import (
     Ggml,
     MatMul,
@@ -284,6 +288,68 @@ def test_the_k_quant_kernels_are_exact_at_the_ends_of_their_ranges(ggml: Ggml, t
         for n in (1, 2, 3, 4, 5, 8, 16, 17):
             wide = product.run(columns[:n], threads=2).out
             assert wide.tobytes() == alone[:n].tobytes(), f"{type_name}: width {n} unlike its columns alone"
+
+
+class _TypeTraitsCpu(ctypes.Structure):
+    _fields_ = [
+        ("from_float", ctypes.c_void_p),
+        ("vec_dot", ctypes.c_void_p),
+        ("vec_dot_type", ctypes.c_int),
+        ("nrows", ctypes.c_int64),
+    ]
+
+
+_FROM_FLOAT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+def _q8_k_blocks(values: npt.NDArray[np.float32]) -> list[npt.NDArray[np.float32]]:
+    """Rows of activations that test the quantizer's edges: random magnitudes, a largest |x| held by values of
+    both signs (the first one's sign counts), halfway cases of the rounding, zeros, tiny and subnormal values,
+    a block of zeros beside a block of values, NaN and infinity."""
+    rng = np.random.default_rng(9)
+    rows = [values[i] for i in range(len(values))]
+    tie = rng.standard_normal(512).astype(np.float32)
+    tie[[3, 40, 300]] = [-5.0, 5.0, -5.0]
+    rows.append(tie)
+    tie2 = tie.copy()
+    tie2[3] = 5.0
+    rows.append(tie2)
+    halves = (np.arange(512, dtype=np.float32) - 256.0) / 2.0  # iscale * x lands on .5 often
+    rows.append(halves)
+    rows.append(np.concatenate([np.zeros(256, np.float32), rng.standard_normal(256).astype(np.float32)]))
+    rows.append((rng.standard_normal(512) * 1e-40).astype(np.float32))
+    rows.append((rng.standard_normal(512) * 1e-30).astype(np.float32))
+    for special in (np.nan, np.inf, -np.inf):
+        row = rng.standard_normal(512).astype(np.float32)
+        row[17] = special
+        rows.append(row)
+    return rows
+
+
+def test_the_activations_quantize_as_the_reference_does(ggml: Ggml) -> None:
+    """The K-quant products' activations are quantized to q8_K by the CPU backend's from_float (with AVX-512
+    a vectorized form since patch simul-exact/5); every byte, scale and sum must be the reference's
+    (quantize_row_q8_K_ref), or a one-token pass would not be what it was. The sums of a block of zeros are
+    the one thing the reference leaves unwritten."""
+    get_traits = ggml.cpu.ggml_get_type_traits_cpu
+    get_traits.argtypes, get_traits.restype = [ctypes.c_int], ctypes.c_void_p
+    traits = ctypes.cast(get_traits(GGML_TYPES["q8_k"]), ctypes.POINTER(_TypeTraitsCpu)).contents
+    from_float = _FROM_FLOAT(traits.from_float)
+    ref = ggml.base.quantize_row_q8_K_ref
+    ref.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    ref.restype = None
+    block = 4 + 256 + 32  # d, quants, 16 sums
+    for row in _q8_k_blocks(random_matrix(300, 512, seed=4, scale=(1e-3, 30.0))):
+        x = np.ascontiguousarray(row, dtype=np.float32)
+        got = np.full(2 * block, 0x5A, dtype=np.uint8)
+        want = got.copy()
+        from_float(x.ctypes.data, got.ctypes.data, 512)
+        ref(x.ctypes.data, want.ctypes.data, 512)
+        for b in range(2):
+            g, w = got[b * block : (b + 1) * block], want[b * block : (b + 1) * block]
+            zero_block = not np.any(x[b * 256 : (b + 1) * 256])
+            end = 4 + 256 if zero_block else block
+            assert g[:end].tobytes() == w[:end].tobytes(), f"block {b} of {x[:4]}...: quantized otherwise"
 
 
 #: (named model, weight type, row length) of every matrix the named models multiply (simul models list);

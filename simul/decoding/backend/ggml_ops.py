@@ -42,6 +42,7 @@ TYPES: dict[str, int] = {
     "q4_k": 12,
     "q5_k": 13,
     "q6_k": 14,
+    "q8_k": 15,  # activations of K-quant products, not weights
 }
 
 
