@@ -2,11 +2,11 @@
 """What a forward pass of n rows costs in fast and exact mode, side by side in one process.
 
 Each mode gets a backend of its own on the same model (exact mode's switch is process-wide and set before
-each pass, simul.decoding.backend.exactness); for every width n the modes take turns pass by pass (the order
-rotates each round), so that drifts of the machine fall on all of them alike. A pass appends n rows after the
-first probe prompt, with logits for every row (as a verification pass has them). Prints the median
-milliseconds per mode and width, the ratio to fast mode, the load average before and after, and the
-process's CPU/wall.
+each pass, simul.decoding.backend.exactness); round by round every width is run in every mode, the modes
+taking turns pass by pass (the order rotates each round), so that drifts of the machine fall on all widths
+and modes alike. A pass appends n rows after the first probe prompt, with logits for every row (as a
+verification pass has them). Prints the median milliseconds per mode and width, the ratio to the first mode,
+each width in its mode's one-token passes, the load average before and after, and the process's CPU/wall.
 
     python tools/exact_costs.py [MODEL.gguf] [--modes fast,exact,exact-norepack] [--widths 1,2,...]
         [--repeats 15] [--threads 2] [--json OUT.json]
@@ -98,9 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     times: dict[str, dict[int, list[float]]] = {m: {n: [] for n in widths} for m in modes}
-    for n in widths:
-        tokens = [prompt[i % len(prompt)] for i in range(n)]
-        for r in range(args.repeats):
+    # round by round every width and every mode, the modes' order rotating: a machine whose speed drifts
+    # (a VM's clock moved by 1.7x within one run) moves every width and mode alike, so their ratios hold
+    for r in range(args.repeats):
+        for n in widths:
+            tokens = [prompt[i % len(prompt)] for i in range(n)]
             order = modes[r % len(modes) :] + modes[: r % len(modes)]
             for m in order:
                 b = backends[m]
@@ -122,14 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     med = {m: {n: statistics.median(v) * 1000 for n, v in per.items()} for m, per in times.items()}
     print(
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}; CPU/wall {cpu / wall:.2f}; "
-        f"{args.threads} threads; {args.repeats} passes per mode and width after a prompt of {len(prompt)} "
-        "tokens, medians in ms"
+        f"{args.threads} threads; {args.repeats} rounds of every width and mode after a prompt of "
+        f"{len(prompt)} tokens, medians in ms; x1: in the mode's one-token passes (where width 1 was run)"
     )
-    head = "  n " + "".join(f"{m:>16}" for m in modes) + "".join(f"{m + '/fast':>22}" for m in modes[1:])
+    first = modes[0]
+    head = "  n " + "".join(f"{m:>16}" for m in modes) + "".join(f"{m + '/' + first:>22}" for m in modes[1:])
+    head += "".join(f"{m + ' x1':>20}" for m in modes) if 1 in widths else ""
     print(head)
     for n in widths:
         row = f"{n:3d} " + "".join(f"{med[m][n]:16.2f}" for m in modes)
-        row += "".join(f"{med[m][n] / med[modes[0]][n]:22.3f}" for m in modes[1:])
+        row += "".join(f"{med[m][n] / med[first][n]:22.3f}" for m in modes[1:])
+        row += "".join(f"{med[m][n] / med[m][1]:20.2f}" for m in modes) if 1 in widths else ""
         print(row)
     if args.json:
         doc = {
