@@ -1,7 +1,12 @@
 """One rule for every learned metric (simul.metrics.learned_models): `simul score --update` keeps every
 figure the run already has unless an option drops it (``none``) or names another model. Shown end to end on a
 tiny run with the tiny offline COMET, XCOMET and BLEURT checkpoints, in every order of adding the three, and
-on the rule's own functions for runs written before ``xcomet_model`` existed."""
+on the rule's own functions for runs written before ``xcomet_model`` existed.
+
+A kept figure is reused by `--update`, its model not loaded, while nothing it depends on changed
+(simul.runs.learned_reuse): adding BLEURT to a run with XCOMET starts no XCOMET and leaves its figures,
+counts, signature and error spans as they were; another model, batch size or input, and a run that records
+no inputs, are computed again."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from typer.testing import CliRunner
 
 from simul.cli import app
 from simul.metrics.learned_models import config_models, run_models
-from simul.runs.directory import ERROR_SPANS_FILE
+from simul.runs.directory import ERROR_SPANS_FILE, RUN_FILE, dump_json
 from tests.helpers import eval_args
 
 runner = CliRunner()
@@ -55,7 +60,7 @@ def added(
     """The base run after `simul score --update` added the metrics of an order one at a time: each prefix of
     an order made once for the module, from a copy of the run of the prefix one shorter, and left as it is.
     Orders that begin alike share their first additions (15 additions for the six orders instead of 18; each
-    scores every learned metric the run already has, XCOMET in a child process of its own)."""
+    loads only the model of the metric it adds: the run's other figures are reused)."""
     root = tmp_path_factory.mktemp("added")
     option = {
         "comet": ["--comet-model", str(tiny_comet)],
@@ -84,6 +89,7 @@ def test_adding_one_learned_metric_never_drops_another(
     tiny_xcomet: Path,
     tiny_bleurt: Path,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: dict[str, list[float | None]] = {}
     for index, kind in enumerate(order):
@@ -111,13 +117,16 @@ def test_adding_one_learned_metric_never_drops_another(
     if order != KINDS:
         return  # what follows is the same whatever the order: checked once
 
-    # a plain `simul score` recomputes all three with the run's models
+    # a plain `simul score` recomputes all three with the run's models: the same figures
     out = tmp_path / "run"
     shutil.copytree(last, out)
+    loads = _count_loads(monkeypatch)
     again = runner.invoke(app, ["score", str(out), "--json", "--quiet"])
     assert again.exit_code == 0, again.output
+    assert loads == {"comet": [str(tiny_comet)], "xcomet": [str(tiny_xcomet)], "bleurt": [str(tiny_bleurt)]}
     methods = json.loads(again.stdout)["methods"]
     assert {k: [m["metrics"].get(k) for m in methods] for k in KINDS} == _figures(out)
+    # dropping one keeps the others' figures without loading any model
     dropped = runner.invoke(app, ["score", str(out), "--bleurt-model", "none", "--update", "--quiet"])
     assert dropped.exit_code == 0, dropped.output
     figures = _figures(out)
@@ -127,7 +136,169 @@ def test_adding_one_learned_metric_never_drops_another(
     dropped = runner.invoke(app, ["score", str(out), "--comet-model", "none", "--update", "--quiet"])
     assert dropped.exit_code == 0, dropped.output
     assert run_models(_run(out)) == dict.fromkeys(KINDS)
-    assert not (out / ERROR_SPANS_FILE).exists()
+    assert not (out / ERROR_SPANS_FILE).exists() and "learned_inputs" not in _run(out)
+    assert loads == {"comet": [str(tiny_comet)], "xcomet": [str(tiny_xcomet)], "bleurt": [str(tiny_bleurt)]}
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (path / "per_stream.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _count_loads(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Each learned metric's models loaded from now on (its scorer made: for XCOMET, its child process
+    started), by metric; the scorers load as before."""
+    from simul.metrics.bleurt import BleurtScorer
+    from simul.metrics.comet import CometScorer
+    from simul.metrics.xcomet import XcometScorer
+
+    loads: dict[str, list[str]] = {kind: [] for kind in KINDS}
+
+    def counting(kind: str, original: Callable[..., None]) -> Callable[..., None]:
+        def counted(self: Any, model: str, *args: Any, **kwargs: Any) -> None:
+            loads[kind].append(str(model))
+            original(self, model, *args, **kwargs)
+
+        return counted
+
+    for kind, scorer in (("comet", CometScorer), ("xcomet", XcometScorer), ("bleurt", BleurtScorer)):
+        monkeypatch.setattr(scorer, "__init__", counting(kind, scorer.__init__))
+    return loads
+
+
+def _without(figures: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in figures.items() if k not in names}
+
+
+def test_adding_bleurt_keeps_xcomet_as_it_is_without_starting_it(
+    added: Added, tiny_xcomet: Path, tiny_bleurt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(added(("xcomet",)), out)
+    before, rows, spans = _run(out), _rows(out), (out / ERROR_SPANS_FILE).read_bytes()
+    loads = _count_loads(monkeypatch)
+    result = runner.invoke(app, ["score", str(out), "--bleurt-model", str(tiny_bleurt), "--update"])
+    assert result.exit_code == 0, result.output
+    assert loads == {"comet": [], "xcomet": [], "bleurt": [str(tiny_bleurt)]}  # no XCOMET process
+    assert "XCOMET: the run's figures reused" in result.output
+    after = _run(out)
+    # everything XCOMET wrote is as it was: figures, counts, per-stream column, signature, block, spans
+    assert (out / ERROR_SPANS_FILE).read_bytes() == spans
+    for old, new in zip(before["methods"], after["methods"], strict=True):
+        assert new["metrics"]["bleurt"] is not None and new["counts"]["bleurt_truncated"] == 0
+        assert _without(new["metrics"], "bleurt") == old["metrics"]
+        assert _without(new["counts"], "bleurt_truncated") == old["counts"]
+    assert [_without(row, "bleurt") for row in _rows(out)] == rows
+    assert _without(after["signatures"], "bleurt") == before["signatures"]
+    assert after["comet"] == before["comet"] and after["comet"]["checkpoint"]
+    assert _without(after["learned_inputs"], "bleurt") == before["learned_inputs"]
+    assert run_models(after) == {"comet": None, "xcomet": str(tiny_xcomet), "bleurt": str(tiny_bleurt)}
+
+    # with --recompute every figure is computed again: the same ones, the same error spans
+    figures = _figures(out)
+    again = runner.invoke(app, ["score", str(out), "--update", "--recompute", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert loads["xcomet"] == [str(tiny_xcomet)] and loads["bleurt"] == [str(tiny_bleurt)] * 2
+    assert _figures(out) == figures and (out / ERROR_SPANS_FILE).read_bytes() == spans
+
+
+def test_another_model_or_batch_size_is_computed_again(
+    added: Added,
+    tiny_comet: Path,
+    tiny_xcomet: Path,
+    tiny_bleurt: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(added(KINDS), out)
+    figures = _figures(out)
+    bleurt, xcomet = tmp_path / "bleurt-elsewhere", tmp_path / "xcomet-elsewhere"  # the same models, renamed
+    bleurt.symlink_to(tiny_bleurt, target_is_directory=True)
+    xcomet.symlink_to(tiny_xcomet, target_is_directory=True)
+    loads = _count_loads(monkeypatch)
+
+    changed = runner.invoke(app, ["score", str(out), "--bleurt-model", str(bleurt), "--update", "--quiet"])
+    assert changed.exit_code == 0, changed.output
+    assert loads == {"comet": [], "xcomet": [], "bleurt": [str(bleurt)]}
+    assert _run(out)["signatures"]["bleurt"].startswith(f"model:{bleurt}|batch:16|")
+
+    changed = runner.invoke(app, ["score", str(out), "--comet-model", str(xcomet), "--update", "--quiet"])
+    assert changed.exit_code == 0, changed.output
+    assert loads == {"comet": [], "xcomet": [str(xcomet)], "bleurt": [str(bleurt)]}
+    run = _run(out)
+    assert run["signatures"]["xcomet"].startswith(f"model:{xcomet}|batch:16|")
+    assert run_models(run) == {"comet": str(tiny_comet), "xcomet": str(xcomet), "bleurt": str(bleurt)}
+    assert _figures(out) == figures  # the same weights give the same figures
+
+    # another batch size (one for every learned metric): computed again (shown on a run with BLEURT alone)
+    alone = tmp_path / "bleurt"
+    shutil.copytree(added(("bleurt",)), alone)
+    batch = runner.invoke(app, ["score", str(alone), "--comet-batch-size", "4", "--update", "--quiet"])
+    assert batch.exit_code == 0, batch.output
+    assert loads == {"comet": [], "xcomet": [str(xcomet)], "bleurt": [str(bleurt), str(tiny_bleurt)]}
+    assert _run(alone)["signatures"]["bleurt"].startswith(f"model:{tiny_bleurt}|batch:4|")
+
+
+def _edit_one_output(path: Path) -> str:
+    """Replace the final output of the last method on the first stream with that stream's reference, as an
+    edit of the run's steps would; returns the method's key."""
+    streams = [json.loads(x) for x in (path / "streams.jsonl").read_text(encoding="utf-8").splitlines()]
+    key = str(_run(path)["methods"][-1]["key"])
+    lines, edited = [], False
+    for line in (path / "steps.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if (
+            not edited
+            and record["final"]
+            and record["method"] == key
+            and record["stream"] == streams[0]["id"]
+        ):
+            assert record["output"] != streams[0]["reference"]
+            record["output"] = record["display"] = streams[0]["reference"]
+            edited = True
+        lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+    assert edited
+    (path / "steps.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return key
+
+
+def test_changed_inputs_and_runs_without_their_record_are_computed_again(
+    added: Added, tiny_xcomet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scored = added(("xcomet",))
+    before = _run(scored)
+    assert len(before["methods"]) >= 2
+    loads = _count_loads(monkeypatch)
+
+    # a run scored before learned_inputs were recorded: computed again, the same figures, inputs recorded
+    older = tmp_path / "older"
+    shutil.copytree(scored, older)
+    run = _run(older)
+    del run["learned_inputs"]
+    (older / RUN_FILE).write_text(dump_json(run), encoding="utf-8")
+    again = runner.invoke(app, ["score", str(older), "--update", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert loads["xcomet"] == [str(tiny_xcomet)]
+    assert _run(older) == before and _rows(older) == _rows(scored)
+    assert (older / ERROR_SPANS_FILE).read_bytes() == (scored / ERROR_SPANS_FILE).read_bytes()
+
+    # one method's output edited: XCOMET scores that method again; the others keep their figures
+    edited = tmp_path / "edited"
+    shutil.copytree(scored, edited)
+    key = _edit_one_output(edited)
+    again = runner.invoke(app, ["score", str(edited), "--update"])
+    assert again.exit_code == 0, again.output
+    assert loads["xcomet"] == [str(tiny_xcomet)] * 2
+    assert "XCOMET: computed again" in again.output
+    after = _run(edited)
+    inputs, old_inputs = after["learned_inputs"]["xcomet"], before["learned_inputs"]["xcomet"]
+    assert {k for k in inputs if inputs[k] != old_inputs[k]} == {key}
+    spans = [json.loads(x) for x in (edited / ERROR_SPANS_FILE).read_text(encoding="utf-8").splitlines()]
+    old_spans = [json.loads(x) for x in (scored / ERROR_SPANS_FILE).read_text(encoding="utf-8").splitlines()]
+    assert [x for x in spans if x["method"] != key] == [x for x in old_spans if x["method"] != key]
+    for old, new in zip(before["methods"], after["methods"], strict=True):
+        if old["key"] != key:
+            assert new["metrics"]["xcomet"] == old["metrics"]["xcomet"]
 
 
 def test_a_comet_model_that_fails_to_load_keeps_the_runs_own(

@@ -188,7 +188,7 @@ def test_short_form_eval_scores_xcomet_with_spans_that_show_displays(
 
 
 def test_long_form_runs_are_scored_on_the_resegmented_segments(
-    tiny_model: Path, tiny_xcomet: Path, tmp_path: Path
+    tiny_model: Path, tiny_xcomet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "talk"
     result = _xcomet_eval(tiny_model, TALK, tiny_xcomet, out, "--beta", "0.2", "--max-window", "12")
@@ -209,6 +209,21 @@ def test_long_form_runs_are_scored_on_the_resegmented_segments(
             _check_spans(line)
     shown = runner.invoke(app, ["show", str(out), "--stream", "acl6060-dev-2022.acl-long.110"])
     assert shown.exit_code == 0 and "XCOMET error spans" in shown.output
+
+    # `score --update` reuses the talks' XCOMET figures as they are, per segment and spans included, without
+    # starting XCOMET (simul.runs.learned_reuse)
+    files = {name: (out / name).read_bytes() for name in ("per_stream.jsonl", ERROR_SPANS_FILE)}
+
+    def no_xcomet(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("XCOMET was started")
+
+    monkeypatch.setattr(XcometScorer, "__init__", no_xcomet)
+    again = runner.invoke(app, ["score", str(out), "--update", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert {name: (out / name).read_bytes() for name in files} == files
+    after = _run(out)
+    for key in ("methods", "signatures", "comet", "learned_inputs"):
+        assert after[key] == run[key], key
 
 
 def test_ingested_talks_get_xcomet_per_segment(tiny_xcomet: Path, tmp_path: Path) -> None:

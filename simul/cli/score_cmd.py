@@ -34,6 +34,7 @@ from simul.runs.directory import (
     load_run,
     run_status,
 )
+from simul.runs.learned_reuse import RecordedFigures
 from simul.runs.lock import RunLock
 from simul.streams.references import segment_times_caption, segment_times_summary
 from simul.streams.scorable import check_longform_scoring
@@ -55,6 +56,14 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(help=f"Write the recomputed figures back into {RUN_FILE} and {PER_STREAM_FILE}."),
         ] = False,
+        recompute: Annotated[
+            bool,
+            typer.Option(
+                "--recompute",
+                help="With --update: compute every learned figure (COMET, XCOMET, BLEURT) again, also those "
+                "the run holds that nothing they depend on changed (which --update reuses).",
+            ),
+        ] = False,
         allow_incomplete: Annotated[
             bool, typer.Option(help="Score the finished streams of an unfinished run (never with --update).")
         ] = False,
@@ -71,9 +80,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Recompute every metric from a run directory (to add COMET, or to check a run).
 
-        Every learned figure the run has (COMET, XCOMET, BLEURT) is recomputed with the run's model unless
+        Every learned figure the run has (COMET, XCOMET, BLEURT) is kept, made with the run's model, unless
         --comet-model or the metric's own option (--bleurt-model) drops it (none) or names another model:
-        adding one never drops another."""
+        adding one never drops another. Without --update it is computed again; with --update the figure the
+        run holds is reused when its model, batch size, package version and inputs are the ones it was made
+        with (simul.runs.learned_reuse), so that only new or changed models are loaded (--recompute: all)."""
         if update and allow_incomplete:
             raise UsageError(
                 "--update writes a complete run's figures; it cannot be combined with --allow-incomplete"
@@ -93,9 +104,18 @@ def register(app: typer.Typer) -> None:
             warn_being_written(run_dir, loaded.being_written, "scoring")
             config = loaded.run["config"]
             batch = comet_batch_size or int(config.get("comet_batch_size", 16))
-            # the run's learned metrics, each kept unless an option drops it or names another model
+            # the run's learned metrics, each kept unless an option drops it or names another model; --update
+            # reuses the figures the run holds where nothing they depend on changed (a run whose scoring
+            # failed holds none), and loads only the other models
             given = {**(learned or {}), COMET.option: comet_model}
-            scorers = load_for_run(loaded.run, given, batch)
+            recorded = (
+                RecordedFigures(run_dir, loaded.run, batch)
+                if update and not finish and not recompute
+                else None
+            )
+            scorers = load_for_run(
+                loaded.run, given, batch, recorded.scorer if recorded is not None else None
+            )
             for kept in scorers.notes:
                 err_console.print(f"[yellow]{markup(kept)}[/yellow]")
             missing_comet = scorers.option_error or scorers.comet_reason
@@ -111,12 +131,13 @@ def register(app: typer.Typer) -> None:
                 not_available(loaded.run),
                 resegment=resegment or _run_resegment(run_dir, config),
             )
+            if recorded is not None and not quiet:
+                for reused in recorded.notes():
+                    err_console.print(markup(reused))
             rows = scored.methods_json()
             if update or finish:
                 run = loaded.run
-                run["signatures"] = scored.signatures
-                run["comet"] = scored.comet
-                run["methods"] = rows
+                scored.attach(run)
                 if scorers.models != run_models(run):  # the config names what the figures were made with
                     for scored_metric in LEARNED:
                         config.pop(scored_metric.config_field, None)

@@ -25,7 +25,7 @@ from typing import Any
 
 from simul.common.errors import SimulError
 from simul.metrics.comet_model import check_memory, quiet
-from simul.metrics.learned import LearnedMetric
+from simul.metrics.learned import LearnedMetric, Reusable, learned_signature
 from simul.metrics.spec import MetricInfo
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -44,10 +44,18 @@ class BleurtScores:
 
     @property
     def signature(self) -> str:
-        return f"model:{self.model}|batch:{self.batch_size}|version:{self.version}"
+        return learned_signature(self.model, self.batch_size, self.version)
 
     def counts(self) -> dict[str, Any]:
         return {"bleurt_truncated": sum(self.truncated)}
+
+
+def bleurt_version() -> str:
+    """The installed bleurt-pytorch's version, which BLEURT's signature records (SimulError when missing)."""
+    try:
+        return metadata.version("bleurt-pytorch")
+    except metadata.PackageNotFoundError:
+        raise SimulError("bleurt-pytorch is not installed (pip install 'simul[bleurt]')") from None
 
 
 class BleurtScorer:
@@ -58,10 +66,7 @@ class BleurtScorer:
     needs_source = False
 
     def __init__(self, path: str, batch_size: int = 16) -> None:
-        try:
-            self.version = metadata.version("bleurt-pytorch")
-        except metadata.PackageNotFoundError:
-            raise SimulError("bleurt-pytorch is not installed (pip install 'simul[bleurt]')") from None
+        self.version = bleurt_version()
         folder = Path(path).expanduser()
         if not (folder / "config.json").is_file():
             raise SimulError(
@@ -148,4 +153,5 @@ BLEURT = LearnedMetric(
     "score BLEURT too, IWSLT 2026's extra result ('none' to drop it). Default: the run's, if any. Adding "
     "BLEURT keeps the run's COMET and XCOMET.",
     load=load_bleurt,
+    reusable=Reusable(version=bleurt_version, needs_source=False, counts=("bleurt_truncated",)),
 )

@@ -36,7 +36,7 @@ from simul.metrics.comet_model import (
     model_class,
     quiet,
 )
-from simul.metrics.learned import LearnedMetric
+from simul.metrics.learned import LearnedMetric, Reusable
 from simul.metrics.spec import MetricInfo
 
 __all__ = [
@@ -143,6 +143,7 @@ COMET = LearnedMetric(
     help=COMET_OPTION_HELP,
     load=load_comet,
     unset_as="none",
+    reusable=Reusable(version=comet_version),
 )
 XCOMET = LearnedMetric(
     info=MetricInfo(
@@ -161,4 +162,6 @@ XCOMET = LearnedMetric(
     option=COMET_OPTION,
     help=COMET_OPTION_HELP,
     load=load_comet,
+    # its figures: the score, the counts of CometScores.counts and each segment's error spans
+    reusable=Reusable(version=comet_version, counts=("xcomet_truncated", "xcomet_max_tokens"), spans=True),
 )

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from simul.common.errors import SimulError
 from simul.machine.memory import GIB, available_memory, gib
+from simul.metrics.learned import learned_signature
 
 XCOMET_CLASS = "xcomet_metric"
 # the peak of loading, in checkpoints (see the module's docstring), and what else the process needs
@@ -78,7 +79,7 @@ class CometScores:
 
     @property
     def signature(self) -> str:
-        return f"model:{self.model}|batch:{self.batch_size}|version:{self.version}"
+        return learned_signature(self.model, self.batch_size, self.version)
 
     def counts(self) -> dict[str, Any]:
         """XCOMET's: how many segments' input it cut at its token limit, and the limit (simul.metrics

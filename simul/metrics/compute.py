@@ -33,6 +33,8 @@ class MethodReport:
     per_stream: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     spans: list[dict[str, Any]] = field(default_factory=list)  # XCOMET's error spans per segment
+    # each learned metric's SHA-256 of what its scorer was given (run.json's learned_inputs)
+    learned_inputs: dict[str, str] = field(default_factory=dict)
 
 
 def family_input(
@@ -92,6 +94,7 @@ def method_report(
         per_stream=figures.rows,
         extra=figures.counts,
         spans=figures.spans,
+        learned_inputs=figures.learned_inputs,
     )
 
 

@@ -28,13 +28,17 @@ if TYPE_CHECKING:
 @dataclass
 class Figures:
     """One family's share of a method's report: run.json metrics, counts, and its columns of the per-stream
-    rows (one dict per stream result, in the results' order; empty when the family adds no column), and its
-    lines of the run's error-span file (XCOMET's spans per segment: simul.runs.directory.ERROR_SPANS_FILE)."""
+    rows (one dict per stream result, in the results' order; empty when the family adds no column), its
+    lines of the run's error-span file (XCOMET's spans per segment: simul.runs.directory.ERROR_SPANS_FILE),
+    and for each learned metric it scored, the SHA-256 of what the scorer was given
+    (simul.metrics.learned.inputs_sha256: run.json's ``learned_inputs``, which lets `simul score --update`
+    reuse the figure while those inputs stay the same)."""
 
     metrics: dict[str, float | None] = field(default_factory=dict)
     counts: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     spans: list[dict[str, Any]] = field(default_factory=list)
+    learned_inputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ def combine(parts: Sequence[Figures], streams: int) -> Figures:
         for row, columns in zip(out.rows, part.rows, strict=False):
             _add(row, columns, "per-stream column")
         out.spans.extend(part.spans)
+        _add(out.learned_inputs, part.learned_inputs, "learned metric's inputs")
     return out
 
 

@@ -2,11 +2,15 @@
 simul.metrics.registry's ``LEARNED`` (simul.metrics.learned.LearnedMetric), read from their records.
 
 A run records the model of each learned metric in its config field (``comet_model``, ``xcomet_model``,
-``bleurt_model``). `simul score` recomputes every learned figure the run has, with the run's model, unless an
+``bleurt_model``). `simul score` keeps every learned figure the run has, made with the run's model, unless an
 option drops it (``none``) or names another model. An option of one metric (``--bleurt-model``) replaces or
 drops that metric's model. An option that several metrics share (``--comet-model``: COMET and XCOMET) drops
 all of them with ``none``, and a model given to it replaces the figure of the metric its loader says it is
 (an XCOMET checkpoint: XCOMET) and keeps the others. Adding one learned metric to a run never drops another.
+
+A kept figure is computed again with the run's model, except that `simul score --update` reuses the figure
+the run holds when nothing it depends on changed: :func:`load_for_run` asks its ``reuse``
+(simul.runs.learned_reuse) for a scorer that needs no loading, and loads only the models it gives none for.
 
 Runs made before ``xcomet_model`` existed recorded an XCOMET model in ``comet_model`` (``simul eval
 --comet-model`` may name one): the run's ``comet`` block's ``kind`` tells (:func:`run_models`).
@@ -14,14 +18,18 @@ Runs made before ``xcomet_model`` existed recorded an XCOMET model in ``comet_mo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from simul.common.errors import SimulError
 from simul.metrics.learned import LearnedMetric, SegmentScorer, unset
 from simul.metrics.registry import LEARNED
 
-__all__ = ["LoadedScorers", "config_models", "load_for_run", "load_named", "options", "run_models"]
+__all__ = ["LoadedScorers", "Reuse", "config_models", "load_for_run", "load_named", "options", "run_models"]
+
+# A learned metric and a model of it to a scorer that needs no loading (simul.runs.learned_reuse: one that
+# gives the figures the run holds, made with that model), or None: the model is loaded.
+Reuse = Callable[[LearnedMetric, str], SegmentScorer | None]
 
 
 def options() -> dict[str, list[LearnedMetric]]:
@@ -78,12 +86,21 @@ class LoadedScorers:
         self.option_error = option_error  # why the --comet-model given could not be loaded
 
 
-def load_for_run(run: Mapping[str, Any], given: Mapping[str, str | None], batch_size: int) -> LoadedScorers:
+def load_for_run(
+    run: Mapping[str, Any],
+    given: Mapping[str, str | None],
+    batch_size: int,
+    reuse: Reuse | None = None,
+) -> LoadedScorers:
     """Load the learned scorers that `simul score` uses on ``run`` under the module's rule: the run's models
     (:func:`run_models`), with the options ``given`` (option -> value, None when left out: ``--comet-model``,
     ``--bleurt-model``) replacing or dropping what they name. A model of a shared option that cannot be
     loaded leaves its reason (the run keeps no figure for it); a model of a metric's own option that cannot be
-    loaded is an error (SimulError), as it was asked for by path."""
+    loaded is an error (SimulError), as it was asked for by path.
+
+    ``reuse`` (`simul score --update`): asked first for each model the run's figure of a metric was made with
+    (kept from the run, or named again by an option), it may give a scorer that needs no loading; only the
+    models it gives none for, new or changed ones, are loaded. None: every model is loaded."""
     models = run_models(run)
     loaded: dict[str, SegmentScorer] = {}
     reasons: list[str] = []
@@ -91,9 +108,11 @@ def load_for_run(run: Mapping[str, Any], given: Mapping[str, str | None], batch_
     option_error: str | None = None
     for option, metrics in options().items():
         if len(metrics) == 1:
-            _load_own(metrics[0], given.get(option), models, loaded, batch_size)
+            _load_own(metrics[0], given.get(option), models, loaded, batch_size, reuse)
             continue
-        error = _load_shared(option, metrics, given.get(option), models, loaded, reasons, notes, batch_size)
+        error = _load_shared(
+            option, metrics, given.get(option), models, loaded, reasons, notes, batch_size, reuse
+        )
         option_error = option_error or error
     shared = {option: [m.kind for m in ms] for option, ms in options().items() if len(ms) > 1}
     comet_reason: str | None = None  # why the run has no figure of a shared option's metrics
@@ -110,12 +129,18 @@ def _load_own(
     models: dict[str, str | None],
     loaded: dict[str, SegmentScorer],
     batch_size: int,
+    reuse: Reuse | None = None,
 ) -> None:
-    """A metric with an option of its own: the option replaces or drops the run's model."""
+    """A metric with an option of its own: the option replaces or drops the run's model (``reuse``: see
+    :func:`load_for_run`)."""
     if value is not None:
         models[metric.kind] = None if unset(value) else value
     model = models[metric.kind]
     if model is None:
+        return
+    ready = reuse(metric, model) if reuse is not None else None
+    if ready is not None:
+        loaded[metric.kind] = ready
         return
     scorer, why = metric.load(model, batch_size)
     if scorer is None:
@@ -132,12 +157,20 @@ def _load_shared(
     reasons: list[str],
     notes: list[str],
     batch_size: int,
+    reuse: Reuse | None = None,
 ) -> str | None:
     """Metrics that share an option (COMET and XCOMET): ``none`` drops them all; a model replaces the figure
     of the metric its loader says it is; the run's other models are loaded as they are. Returns why the
-    option's model could not be loaded (None when it could or none was given)."""
+    option's model could not be loaded (None when it could or none was given). ``reuse`` (see
+    :func:`load_for_run`) is asked for the run's models, and for a model given that is the run's model of one
+    of the metrics (the same name: the same metric)."""
     kinds = [m.kind for m in metrics]
+    by_kind = {m.kind: m for m in metrics}
     load = metrics[0].load
+
+    def ready(kind: str, model: str) -> SegmentScorer | None:
+        return reuse(by_kind[kind], model) if reuse is not None else None
+
     option_error: str | None = None
     if value is not None:
         if unset(value):
@@ -145,7 +178,9 @@ def _load_shared(
                 models[kind] = None
             reasons.append(f"disabled ({option} none)")
         else:
-            scorer, why = load(value, batch_size)
+            same = next((kind for kind in kinds if models[kind] == value), None)  # the run's own model
+            reused = ready(same, value) if same is not None else None
+            scorer, why = (reused, None) if reused is not None else load(value, batch_size)
             if scorer is not None:
                 loaded[scorer.kind] = scorer
                 models[scorer.kind] = value
@@ -162,7 +197,8 @@ def _load_shared(
         name = models[kind]
         if name is None or kind in loaded:
             continue
-        scorer, why = load(name, batch_size)
+        reused = ready(kind, name)
+        scorer, why = (reused, None) if reused is not None else load(name, batch_size)
         if scorer is None:
             reasons.append(str(why))
             continue

@@ -47,6 +47,29 @@ class Scored:
         """XCOMET's error spans, a line per method and segment (empty when the run has no XCOMET)."""
         return [{"method": r.method.key, **line} for r in self.reports for line in r.spans]
 
+    def learned_inputs(self) -> dict[str, dict[str, str]]:
+        """Learned metric -> method key -> the SHA-256 of what its scorer was given for that method
+        (simul.metrics.learned.inputs_sha256; a method it scored nothing of has none): run.json's
+        ``learned_inputs``, which `simul score --update` checks before it reuses a figure
+        (simul.runs.learned_reuse)."""
+        inputs: dict[str, dict[str, str]] = {}
+        for report in self.reports:
+            for kind, digest in report.learned_inputs.items():
+                inputs.setdefault(kind, {})[report.method.key] = digest
+        return inputs
+
+    def attach(self, run: dict[str, Any]) -> None:
+        """Put the figures in ``run`` (run.json): ``signatures``, the ``comet`` block, each method's row
+        (``methods``) and ``learned_inputs`` (left out when no learned metric scored anything)."""
+        run["signatures"] = self.signatures
+        run["comet"] = self.comet
+        run["methods"] = self.methods_json()
+        inputs = self.learned_inputs()
+        if inputs:
+            run["learned_inputs"] = inputs
+        else:
+            run.pop("learned_inputs", None)
+
 
 def not_available(run: Mapping[str, Any]) -> frozenset[str]:
     """What a run's records lack (set by `simul ingest` in ``config.ingest.not_available``)."""

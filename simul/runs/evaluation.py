@@ -574,9 +574,7 @@ def error_line(exc: BaseException) -> str:
 
 
 def _attach_scores(run: dict[str, Any], scored: Scored) -> None:
-    run["signatures"] = scored.signatures
-    run["comet"] = scored.comet
-    run["methods"] = scored.methods_json()
+    scored.attach(run)
 
 
 def _partial_outcome(

@@ -97,7 +97,9 @@ def _resegmented(
         spans = _segment_spans(scores)
         counts["xcomet_truncated"] = summary.get("xcomet_truncated", 0)
         counts["xcomet_max_tokens"] = scores.learned_counts.get("xcomet_max_tokens")
-    return Figures(metrics=metrics, counts=counts, rows=rows, spans=spans)
+    return Figures(
+        metrics=metrics, counts=counts, rows=rows, spans=spans, learned_inputs=dict(scores.learned_inputs)
+    )
 
 
 def _segment_spans(scores: LongformScores) -> list[dict[str, Any]]:

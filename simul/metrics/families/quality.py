@@ -18,7 +18,7 @@ from typing import Any
 
 from simul.decoding.records import StreamResult
 from simul.metrics.family import Family, FamilyInput, Figures, rounded
-from simul.metrics.learned import SegmentScorer, SegmentScores
+from simul.metrics.learned import SegmentScorer, SegmentScores, inputs_sha256
 from simul.metrics.quality import corpus_bleu, corpus_chrf, sentence_chrf
 from simul.metrics.spec import MetricInfo
 from simul.streams.format import Stream
@@ -76,8 +76,9 @@ def _add_learned(
     signatures: dict[str, str],
 ) -> None:
     """A learned metric (COMET, XCOMET, BLEURT) of the final outputs over the streams with a reference
-    (first reference; complete source): per stream and the mean, its counts, and XCOMET's error spans. No
-    stream with a reference: no figure (a COMET-family scorer adds no per-stream column either)."""
+    (first reference; complete source): per stream and the mean, its counts, XCOMET's error spans, and the
+    SHA-256 of the inputs (``learned_inputs``). No stream with a reference: no figure (a COMET-family scorer
+    adds no per-stream column either)."""
     kind = scorer.kind
     scored = [(i, r) for i, r in enumerate(results) if streams[r.stream_id].reference is not None]
     if kind not in COMET_FAMILY:  # a metric of its own option (BLEURT): its column in every row
@@ -85,11 +86,11 @@ def _add_learned(
             row[kind] = None
     if not scored:
         return
-    scores = scorer.score(
-        [streams[r.stream_id].final_source for _, r in scored],
-        [r.final_output for _, r in scored],
-        [streams[r.stream_id].reference or "" for _, r in scored],
-    )
+    sources = [streams[r.stream_id].final_source for _, r in scored]
+    outputs = [r.final_output for _, r in scored]
+    references = [streams[r.stream_id].reference or "" for _, r in scored]
+    scores = scorer.score(sources, outputs, references)
+    figures.learned_inputs[kind] = inputs_sha256(scorer.needs_source, sources, outputs, references)
     figures.metrics[kind] = round(scores.system, 4)
     signatures[kind] = scores.signature
     for row in figures.rows:

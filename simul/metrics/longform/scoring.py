@@ -25,7 +25,7 @@ from typing import Any
 from simul.common.errors import SimulError
 from simul.common.languages import get_language
 from simul.metrics.comet_model import SegmentDetail
-from simul.metrics.learned import SegmentScorer
+from simul.metrics.learned import SegmentScorer, inputs_sha256
 from simul.metrics.longform.latency import corpus_latency, regime, segment_latencies
 from simul.metrics.longform.resegment import resegment_talks
 from simul.metrics.longform.talk import LongformTalk
@@ -67,6 +67,8 @@ class LongformScores:
     # each learned metric's system score (simul.metrics.learned; None: its scorer could not score the talks)
     learned: dict[str, float | None] = field(default_factory=dict)
     learned_counts: dict[str, Any] = field(default_factory=dict)  # what each scorer counts (SegmentScores)
+    # each learned metric's SHA-256 of what its scorer was given (simul.metrics.learned.inputs_sha256)
+    learned_inputs: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         learned: dict[str, Any] = {"comet": None, **self.learned}
@@ -156,6 +158,7 @@ def score_talks(
     systems: dict[str, float | None] = {}
     segment_scores: dict[str, list[float | None]] = {}
     learned_counts: dict[str, Any] = {}
+    learned_inputs: dict[str, str] = {}
     signatures = {
         "resegmentation": reseg.signature,
         "bleu": bleu.signature,
@@ -169,7 +172,9 @@ def score_talks(
         if scorer.needs_source and any(not s.strip() for s in sources):
             comet_unavailable = "COMET needs every segment's source transcript; some segments have none"
             continue
-        result = scorer.score(sources, hyps, [r[0] for r in refs])
+        firsts = [r[0] for r in refs]
+        result = scorer.score(sources, hyps, firsts)
+        learned_inputs[kind] = inputs_sha256(scorer.needs_source, sources, hyps, firsts)
         systems[kind] = float(result.system)
         segment_scores[kind] = [float(x) for x in result.segments]
         signatures[kind] = str(result.signature)
@@ -211,4 +216,5 @@ def score_talks(
         else comet_unavailable,
         learned=systems,
         learned_counts=learned_counts,
+        learned_inputs=learned_inputs,
     )

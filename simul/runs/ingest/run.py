@@ -309,9 +309,7 @@ def ingest(request: IngestRequest) -> IngestOutcome:
     run["status"] = STATUS_COMPLETE
     run["streams_done"] = len(streams)
     run["environment"]["finished"] = now()
-    run["signatures"] = scored.signatures
-    run["comet"] = scored.comet
-    run["methods"] = scored.methods_json()
+    scored.attach(run)
     writer.run = run
     writer.write_per_stream(scored.per_stream_rows())
     writer.write_error_spans(scored.error_span_rows())
