@@ -9,14 +9,18 @@ packed tiles of 4 rows by 8 columns (the columns packed once per product, in gro
 the wider products take the kernels exact mode allows (tinyBLAS for quantized weights, vec_dot for float ones,
 no tiled K-quant matmul). In exact mode the Q6_K products of 2 to 64 columns take a tile too (up to 4 rows,
 one at a time, by up to 4 columns, each super-block unpacked once for all of them: two columns to a 512-bit
-register with AVX-512, one to a 256-bit register with AVX2 alone). The weights have 45 rows, so the tiles at
-the end of a 16-row block are 1 row high; widths such as 5, 7 and 13 leave 1-7 columns in the last tile (at
-odd widths one column alone in a pair).
+register with AVX-512, one to a 256-bit register with AVX2 alone; since simul-exact/5, with AVX-512 VNNI, from
+one column, up to 16 rows two at a time by up to 64 columns, the integer sums formed with maddubs and dpwssd).
+The weights have 45 rows, so the tiles at the end of a 16-row block are 1 row high; widths such as 5, 7 and 13
+leave 1-7 columns in the last tile (at odd widths one column alone in a pair).
 
 The model's Q4_K weights are not multiplied by ``vec_dot``: llama.cpp repacks them (8 rows interleaved) and
 multiplies them by ``ggml_gemv_q4_K_8x8_q8_K``, column by column in exact mode. The patch gives that gemv a
-multi-column form (two columns to a 512-bit register with AVX-512, one to a 256-bit register with AVX2); the
-repacked products below (``RepackedMatMul``) hold it to the gemv alone.
+multi-column form (two columns to a 512-bit register with AVX-512, one to a 256-bit register with AVX2; with
+AVX-512 VNNI, since simul-exact/5, its integer sums by dpbusd and dpwssd, from one column); the repacked
+products below (``RepackedMatMul``) hold it to the gemv alone. ``Ggml.tiles_from`` says from which width each
+type takes them in this build. The activations of the K-quant products are quantized to q8_K by a vectorized
+form of the reference since simul-exact/5, held to it byte for byte below.
 
 The named models' weight types (Qwen2.5-Coder 1.5B: Q4_K and Q6_K at rows of 1536 and 8960; 0.5B: Q5_0 and
 Q8_0 at 896, Q4_K and Q6_K at 4864) are checked the same way at their own row lengths, in exact mode; on this
