@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from simul.cli import app
+from simul.common.errors import SimulError
+from simul.common.languages import get_language
+from simul.request.templates import get_template
+from simul.runs.ingest.ssbd_ref import prompt_halves
+from simul.streams.format import read_streams
 from tests.ingested import DATA, FIXTURES, ingest, ingest_args, ingest_fixture, metrics
 
 runner = CliRunner()
@@ -96,6 +103,71 @@ def test_streams_export_writes_the_reference_stream_jsonl(tmp_path: Path) -> Non
         "".join(json.dumps({**r, "stream_outs": r["stream_ins"]}) + "\n" for r in records), encoding="utf-8"
     )
     ingest("ssbd-ref", answered, DATA / "streams.jsonl", tmp_path / "run")
+
+
+BASELINE = Path(__file__).resolve().parent.parent / ".ci" / "baseline-tiny"
+
+
+def _export_prompt(run_dir: Path, streams: Path, out: Path) -> Result:
+    args = ["streams", "export", str(streams), "-o", str(out), "--prompt-of", str(run_dir)]
+    return runner.invoke(app, args)
+
+
+def test_streams_export_writes_the_runs_prompt_for_the_reference(tmp_path: Path) -> None:
+    out = tmp_path / "stream.jsonl"
+    done = _export_prompt(BASELINE, DATA / "streams.jsonl", out)
+    assert done.exit_code == 0, done.output
+    prefix = (tmp_path / "stream.prefix.txt").read_text(encoding="utf-8")
+    suffix = (tmp_path / "stream.suffix.txt").read_text(encoding="utf-8")
+    # the reference's prompt for every update, prefix + source + suffix, is the one simul decodes from
+    template = get_template(json.loads((BASELINE / "run.json").read_text())["config"]["model"]["template"])
+    for stream in read_streams(DATA / "streams.jsonl"):
+        for step in stream.steps:
+            rendered = template.render(get_language(stream.src), get_language(stream.tgt), step.source)
+            assert prefix + step.source + suffix == rendered.text
+    assert prefix.endswith("English: ") and suffix == "\nGerman:"
+    assert "--no-escape" in done.output
+
+
+def test_the_printed_recipe_keeps_a_chat_prompts_trailing_newline(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(BASELINE, run_dir)
+    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    chat = "<|im_start|>user\nEnglish: {source}\nGerman:<|im_end|>\n<|im_start|>assistant\n"
+    run["config"]["model"]["prompt"] = chat
+    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    out = tmp_path / "s.jsonl"
+    done = _export_prompt(run_dir, DATA / "streams.jsonl", out)
+    assert done.exit_code == 0, done.output
+    recipe = next(line.strip() for line in done.output.splitlines() if line.strip().startswith('P="$(cat'))
+    shown = subprocess.run(
+        ["bash", "-c", recipe + '; printf "%s" "$P"; printf "\\0"; printf "%s" "$S"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    prefix, suffix = chat.split("{source}")
+    assert shown.split("\0") == [prefix, suffix]
+
+
+def test_a_prompt_for_another_pair_or_without_one_source_is_refused(tmp_path: Path) -> None:
+    zh = tmp_path / "zh.jsonl"
+    zh.write_text(
+        "".join(
+            json.dumps({**json.loads(line), "tgt": "zh"}) + "\n"
+            for line in (DATA / "streams.jsonl").read_text(encoding="utf-8").splitlines()
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out" / "stream.jsonl"
+    refused = _export_prompt(BASELINE, zh, out)
+    assert refused.exit_code == 1
+    assert "holds en->zh but the prompt of" in refused.output and "is for en->de" in refused.output
+    assert "Traceback" not in refused.output
+    assert not out.parent.exists()  # nothing written
+    for prompt in ("English: {source} {source}", "English:"):
+        with pytest.raises(SimulError, match="not once"):
+            prompt_halves(prompt, "run.json")
 
 
 def _lines(name: str) -> list[str]:

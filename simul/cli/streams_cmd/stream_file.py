@@ -237,14 +237,65 @@ def export_command(
         typer.Option("--format", help="The format to write (ssbd-ref: the SSBD reference's stream.jsonl)."),
     ] = "ssbd-ref",
     limit: LimitOption = None,
+    prompt_of: Annotated[
+        Path | None,
+        typer.Option(
+            "--prompt-of",
+            help="Also write this run directory's prompt as the reference's --in-prefix and --in-suffix "
+            "texts, OUT's name with .prefix.txt and .suffix.txt, so that both tools decode from the same "
+            "prompt (the run's streams and these must be of one language pair).",
+        ),
+    ] = None,
 ) -> None:
     """Write streams in another tool's input format (the SSBD reference: `llama-self-spec-bias -f FILE`)."""
-    from simul.runs.directory import write_atomic
+    from simul.common.files import write_atomic
     from simul.runs.ingest.ssbd_ref import stream_lines
 
     if format != "ssbd-ref":
         raise UsageError(f"unknown --format {format!r}; choose one of: ssbd-ref")
     streams = read_streams(path, limit)
+    halves = _run_prompt_halves(prompt_of, streams, path) if prompt_of is not None else None
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, stream_lines(streams))
     err_console.print(f"wrote {len(streams)} streams to {out} (the SSBD reference's stream.jsonl)")
+    if halves is None:
+        return
+    prefix_file, suffix_file = (out.with_name(f"{out.stem}.{half}.txt") for half in ("prefix", "suffix"))
+    write_atomic(prefix_file, halves[0])
+    write_atomic(suffix_file, halves[1])
+    # $(cat FILE) would drop a trailing newline (a chat prompt's suffix ends with one), and the reference
+    # processes escapes in --in-prefix/--in-suffix unless told not to: hence the `x` and --no-escape.
+    err_console.print(
+        f"wrote the prompt of {prompt_of} to {prefix_file} and {suffix_file}; pass them as they are:\n"
+        f'  P="$(cat {prefix_file}; echo x)"; P="${{P%x}}"; S="$(cat {suffix_file}; echo x)"; S="${{S%x}}"\n'
+        f'  llama-self-spec-bias -m MODEL -f {out} --in-prefix "$P" --in-suffix "$S" --no-escape '
+        "--temp 0 ...",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,  # lines to copy, not to be broken at the terminal's width
+    )
+
+
+def _run_prompt_halves(run_dir: Path, streams: list[Stream], path: Path) -> tuple[str, str]:
+    """The run's prompt split at the source, after checking that it was rendered for these streams' pair."""
+    from simul.runs.directory import RUN_FILE, load_run
+    from simul.runs.ingest.ssbd_ref import prompt_halves
+
+    run = load_run(run_dir, can_allow=False)
+    model = run.run.get("config", {}).get("model", {})
+    prompt = model.get("prompt") if isinstance(model, dict) else None
+    if not isinstance(prompt, str) or not run.streams:
+        raise SimulError(
+            f"{run_dir / RUN_FILE} records no prompt (config.model.prompt); "
+            "export the prompt of a run of simul eval or bench"
+        )
+    first = next(iter(run.streams.values()))
+    pairs = sorted({(s.src, s.tgt) for s in streams})
+    if pairs != [(first.src, first.tgt)]:
+        named = ", ".join(f"{src}->{tgt}" for src, tgt in pairs)
+        raise SimulError(
+            f"{path} holds {named} but the prompt of {run_dir} is for {first.src}->{first.tgt}; the "
+            "reference takes one prompt for every stream: export the streams of that pair, or the prompt of "
+            "a run made on these"
+        )
+    return prompt_halves(prompt, str(run_dir / RUN_FILE))

@@ -71,3 +71,25 @@ def stream_record(stream: Stream) -> dict[str, Any]:
 
 def stream_lines(streams: Sequence[Stream]) -> str:
     return "".join(json.dumps(stream_record(s), ensure_ascii=False) + "\n" for s in streams)
+
+
+# What simul.decoding.engine.Engine.describe renders in the source's place in run.json's prompt.
+SOURCE_SLOT = "{source}"
+
+
+def prompt_halves(prompt: str, where: str) -> tuple[str, str]:
+    """A run's recorded prompt (run.json ``config.model.prompt``, rendered with ``{source}`` in the source's
+    place) as the reference's ``--in-prefix`` and ``--in-suffix``.
+
+    The reference tokenizes prefix + source + suffix as one text with special tokens parsed, as simul does
+    for a source that holds no special-token text (simul.decoding.stream.StreamDecoder.tokenize_prompt), so
+    the two tools start every update from the same prompt tokens.
+    """
+    count = prompt.count(SOURCE_SLOT)
+    if count != 1:
+        raise SimulError(
+            f"{where}: the run's prompt holds {SOURCE_SLOT} {count} times, not once, so where the source "
+            "goes is not known; export the prompt of a run made with another --template"
+        )
+    before, after = prompt.split(SOURCE_SLOT)
+    return before, after
