@@ -300,6 +300,16 @@ def test_changed_inputs_and_runs_without_their_record_are_computed_again(
         if old["key"] != key:
             assert new["metrics"]["xcomet"] == old["metrics"]["xcomet"]
 
+    # an error-span file that cannot be read back: XCOMET computed again, and the file written anew
+    damaged = tmp_path / "damaged"
+    shutil.copytree(scored, damaged)
+    (damaged / ERROR_SPANS_FILE).write_text("{not json\n", encoding="utf-8")
+    again = runner.invoke(app, ["score", str(damaged), "--update", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert loads["xcomet"] == [str(tiny_xcomet)] * 3
+    assert _run(damaged) == before and _rows(damaged) == _rows(scored)
+    assert (damaged / ERROR_SPANS_FILE).read_bytes() == (scored / ERROR_SPANS_FILE).read_bytes()
+
 
 def test_a_comet_model_that_fails_to_load_keeps_the_runs_own(
     base_run: Path, tiny_bleurt: Path, tmp_path: Path

@@ -35,7 +35,7 @@ the error-span lines, is written back as it was.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,10 +174,8 @@ class RecordedFigures:
         self.run = run
         self.batch_size = batch_size
         self.scorers: list[ReplayScorer] = []  # those handed out
-        self._rows: dict[str, list[dict[str, Any]]] | None = None
-        self._spans: dict[str, list[dict[str, Any]]] | None = None
-        self._rows_unreadable = False
-        self._spans_unreadable = False
+        # a file's records by method once read (None: it could not be read back), by file
+        self._by_method: dict[str, dict[str, list[dict[str, Any]]] | None] = {}
 
     def scorer(self, metric: LearnedMetric, model: str) -> ReplayScorer | None:
         """A scorer that answers with the run's figures of ``metric``, made with ``model``; None when the
@@ -250,29 +248,31 @@ class RecordedFigures:
 
     def _per_stream(self) -> dict[str, list[dict[str, Any]]] | None:
         """per_stream.jsonl's rows by method, in the file's order (None when it cannot be read back)."""
-        if self._rows is None and not self._rows_unreadable:
-            try:
-                rows = read_per_stream(self.path)
-            except (SimulError, OSError):
-                self._rows_unreadable = True
-                return None
-            self._rows = {}
-            for (method, _), row in rows.items():
-                self._rows.setdefault(method, []).append(row)
-        return self._rows
+        return self._read_by_method(
+            "per_stream", lambda: ((method, row) for (method, _), row in read_per_stream(self.path).items())
+        )
 
     def _span_lines(self) -> dict[str, list[dict[str, Any]]] | None:
         """error_spans.jsonl's lines by method, in the file's order (None when it cannot be read back)."""
-        if self._spans is None and not self._spans_unreadable:
+        return self._read_by_method(
+            "error_spans", lambda: ((str(line["method"]), line) for line in read_error_spans(self.path))
+        )
+
+    def _read_by_method(
+        self, name: str, records: Callable[[], Iterable[tuple[str, dict[str, Any]]]]
+    ) -> dict[str, list[dict[str, Any]]] | None:
+        """The (method key, record) pairs ``records`` reads, grouped by method in their order; read once and
+        kept under ``name``, None when the file cannot be read back."""
+        if name not in self._by_method:
+            grouped: dict[str, list[dict[str, Any]]] = {}
             try:
-                lines = read_error_spans(self.path)
+                for method, record in records():
+                    grouped.setdefault(method, []).append(record)
             except (SimulError, OSError):
-                self._spans_unreadable = True
-                return None
-            self._spans = {}
-            for line in lines:
-                self._spans.setdefault(str(line["method"]), []).append(line)
-        return self._spans
+                self._by_method[name] = None
+            else:
+                self._by_method[name] = grouped
+        return self._by_method[name]
 
 
 def _method_scores(
