@@ -136,7 +136,7 @@ def test_the_printed_recipe_keeps_a_chat_prompts_trailing_newline(tmp_path: Path
     chat = "<|im_start|>user\nEnglish: {source}\nGerman:<|im_end|>\n<|im_start|>assistant\n"
     run["config"]["model"]["prompt"] = chat
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
-    out = tmp_path / "s.jsonl"
+    out = tmp_path / "the reference's files" / "s.jsonl"  # a path the shell must be given quoted
     done = _export_prompt(run_dir, DATA / "streams.jsonl", out)
     assert done.exit_code == 0, done.output
     recipe = next(line.strip() for line in done.output.splitlines() if line.strip().startswith('P="$(cat'))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -264,11 +265,13 @@ def export_command(
     write_atomic(prefix_file, halves[0])
     write_atomic(suffix_file, halves[1])
     # $(cat FILE) would drop a trailing newline (a chat prompt's suffix ends with one), and the reference
-    # processes escapes in --in-prefix/--in-suffix unless told not to: hence the `x` and --no-escape.
+    # processes escapes in --in-prefix/--in-suffix unless told not to: hence the `x` and --no-escape. The
+    # paths are quoted for the shell, so that the lines run as printed.
+    pre, suf, stream = (shlex.quote(str(name)) for name in (prefix_file, suffix_file, out))
     err_console.print(
         f"wrote the prompt of {prompt_of} to {prefix_file} and {suffix_file}; pass them as they are:\n"
-        f'  P="$(cat {prefix_file}; echo x)"; P="${{P%x}}"; S="$(cat {suffix_file}; echo x)"; S="${{S%x}}"\n'
-        f'  llama-self-spec-bias -m MODEL -f {out} --in-prefix "$P" --in-suffix "$S" --no-escape '
+        f'  P="$(cat {pre}; echo x)"; P="${{P%x}}"; S="$(cat {suf}; echo x)"; S="${{S%x}}"\n'
+        f'  llama-self-spec-bias -m MODEL -f {stream} --in-prefix "$P" --in-suffix "$S" --no-escape '
         "--temp 0 ...",
         markup=False,
         highlight=False,
