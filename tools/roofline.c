@@ -8,6 +8,8 @@
 // 512-bit (or 256-bit) loads; the best of the repeats. Arithmetic: each thread runs independent chains of one
 // instruction (12 accumulators, more than its latency times its throughput on the CPUs this was tried on) on
 // register operands; a VNNI dpbusd or a maddubs counts as 64 (512-bit) or 32 (256-bit) 8-bit multiply-adds.
+// dpbusd once more with its signed operand broadcast from memory for every instruction, as the exact Q4_K
+// column kernel issues it (tools/column_kernels.py times that kernel).
 // The best of the repeats again: the figures are what the machine allows, for comparing a kernel with.
 #include <immintrin.h>
 #include <omp.h>
@@ -161,6 +163,59 @@ ARITH(maddubs_add_512, __m512i, Z512, MADDUBS512)
 ARITH(dpbusd_512, __m512i, Z512, DPBUSD512)
 #endif
 
+#if defined(__AVX512VNNI__)
+// dpbusd as simul's exact Q4_K column kernel issues it: the signed operand is 8 activations broadcast from
+// memory (vpbroadcastq, here from a 2 KiB buffer in L1) for every instruction, twelve independent chains
+static double dpbusd_512_bcast(int threads, int repeats) {
+    static int8_t act[2048] __attribute__((aligned(64)));
+    memset(act, 1, sizeof(act));
+    double best = 1e30;
+    volatile int sink = 0;
+    for (int r = 0; r < repeats; r++) {
+        double t0 = 0, t1 = 0;
+        int total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+            const int t = omp_get_thread_num();
+            __m512i a0 = Z512(t + 0), a1 = Z512(t + 1), a2 = Z512(t + 2), a3 = Z512(t + 3);
+            __m512i a4 = Z512(t + 4), a5 = Z512(t + 5), a6 = Z512(t + 6), a7 = Z512(t + 7);
+            __m512i a8 = Z512(t + 8), a9 = Z512(t + 9), a10 = Z512(t + 10), a11 = Z512(t + 11);
+            __m512i u = Z512(3);
+            __asm__ volatile("" : "+v"(u));
+#define B8(i) _mm512_set1_epi64(*(const int64_t *) (p + 8 * (i)))
+#pragma omp barrier
+#pragma omp single
+            t0 = now();
+            for (long i = 0; i < ITERS / CHAINS; i++) {
+                const int8_t * p = act + ((i * 96) & 1920);
+                a0 = _mm512_dpbusd_epi32(a0, u, B8(0)); a1 = _mm512_dpbusd_epi32(a1, u, B8(1));
+                a2 = _mm512_dpbusd_epi32(a2, u, B8(2)); a3 = _mm512_dpbusd_epi32(a3, u, B8(3));
+                a4 = _mm512_dpbusd_epi32(a4, u, B8(4)); a5 = _mm512_dpbusd_epi32(a5, u, B8(5));
+                a6 = _mm512_dpbusd_epi32(a6, u, B8(6)); a7 = _mm512_dpbusd_epi32(a7, u, B8(7));
+                a8 = _mm512_dpbusd_epi32(a8, u, B8(8)); a9 = _mm512_dpbusd_epi32(a9, u, B8(9));
+                a10 = _mm512_dpbusd_epi32(a10, u, B8(10)); a11 = _mm512_dpbusd_epi32(a11, u, B8(11));
+                __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));
+                __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
+            }
+#undef B8
+#pragma omp barrier
+#pragma omp single
+            t1 = now();
+            a0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                  _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+            a0 = _mm512_add_epi32(a0, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
+            int x[16];
+            memcpy(x, &a0, sizeof(x));
+            total += x[0];
+        }
+        sink += total;
+        if (t1 - t0 < best) best = t1 - t0;
+    }
+    (void) sink;
+    return (double) (ITERS / CHAINS) * CHAINS * threads / best / 1e9;
+}
+#endif
+
 int main(int argc, char ** argv) {
     const size_t mib = argc > 1 ? (size_t) atol(argv[1]) : 1024;
     const int repeats = argc > 2 ? atoi(argv[2]) : 7;
@@ -184,6 +239,7 @@ int main(int argc, char ** argv) {
 #endif
 #if defined(__AVX512VNNI__)
         { const double r = dpbusd_512(threads, 3); printf("threads %d: dpbusd 512-bit %.2f G/s = %.0f G MAC/s\n", threads, r, r * 64); }
+        { const double r = dpbusd_512_bcast(threads, 3); printf("threads %d: dpbusd 512-bit, operand broadcast from memory %.2f G/s = %.0f G MAC/s\n", threads, r, r * 64); }
 #endif
         if (threads == all) {
             break;

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""How fast exact mode's multi-column K-quant kernels run with their operands in the cache, one thread, for
+one or more builds of libggml-cpu side by side: the speed of the kernel's instructions, apart from memory.
+
+Calls the exported kernels directly (patch simul-exact/5, ggml/src/ggml-cpu/arch/x86): the repacked Q4_K
+multi-column gemv ``ggml_gemv_q4_K_8x8_q8_K_cols`` on 512 rows x 1536 (442 KB of weights, as ggml lays them
+out: 8 rows interleaved per block) and the Q6_K tile ``ggml_vec_dot_q6_K_q8_K_tile`` on 16 rows x 12,288 (161
+KB), both held in a core's L2 cache; the activations are random columns quantized to q8_K by the library
+itself. The weights are random bytes with every block's scales d (and dmin) set to 1/64, so that no float is
+huge, NaN or subnormal. Builds take turns call by call, round after round, and each keeps its best time, so
+that a drift of the machine's clock falls on all of them; the outputs of the builds are compared bit for bit.
+
+A product of n columns does 64-byte dpbusd-equivalents (64 8-bit multiply-adds, what one 512-bit VNNI dpbusd
+does): rows x K x n / 64 of them, printed per nanosecond beside the time. Compare with `tools/roofline.c` (the
+same instruction's rate on registers, and with an operand broadcast from memory, as these kernels use it).
+
+    python tools/column_kernels.py [--lib LIBGGML_CPU.so ...] [--widths 1,2,4,8,16] [--rounds 60]
+        [--kernel q4_k,q6_k]
+
+Without --lib: the libggml-cpu that llama-cpp-python ships in this environment. Needs an x86-64 build with
+simul's patch and AVX-512 VNNI (the kernels these names have on other CPUs are other code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+QK_K = 256
+Q8_K_BYTES = 4 + QK_K + 2 * (QK_K // 16)  # block_q8_K: float d, int8 qs[256], int16 bsums[16]
+Q4_KX8_BYTES = 8 * 144  # block_q4_Kx8: fp16 d[8], fp16 dmin[8], scales[96], qs[1024]
+Q6_K_BYTES = 128 + 64 + 16 + 2  # block_q6_K: ql[128], qh[64], int8 scales[16], fp16 d
+
+
+@dataclass
+class Shape:
+    rows: int
+    k: int
+
+
+SHAPES = {"q4_k": Shape(512, 1536), "q6_k": Shape(16, 12288)}
+
+
+def _library_paths(given: list[str]) -> list[Path]:
+    if given:
+        return [Path(p) for p in given]
+    import llama_cpp  # the environment's copy
+
+    lib = Path(llama_cpp.__file__).parent / "lib"
+    found = sorted(lib.glob("libggml-cpu.so*"))
+    if not found:
+        sys.exit(
+            f"column_kernels: no libggml-cpu.so beside {llama_cpp.__file__} (is llama-cpp-python installed?)"
+        )
+    return [found[0]]
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    # libggml-cpu needs libggml-base: load the environment's first, so that a copy elsewhere resolves to it
+    import llama_cpp
+
+    for base in sorted((Path(llama_cpp.__file__).parent / "lib").glob("libggml-base.so*")):
+        ctypes.CDLL(str(base), mode=ctypes.RTLD_GLOBAL)
+        break
+    try:
+        lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+    except OSError as e:
+        sys.exit(f"column_kernels: cannot load {path}: {e}")
+    for name in ("ggml_gemv_q4_K_8x8_q8_K_cols", "ggml_vec_dot_q6_K_q8_K_tile", "quantize_row_q8_K"):
+        if not hasattr(lib, name):
+            sys.exit(f"column_kernels: {path} has no {name}: not a build with simul's patch (make setup)")
+    vp, sz, i = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+    lib.ggml_gemv_q4_K_8x8_q8_K_cols.argtypes = [i, vp, sz, vp, vp, sz, i, i]
+    lib.ggml_vec_dot_q6_K_q8_K_tile.argtypes = [i, vp, sz, vp, sz, vp, sz, i, i]
+    lib.quantize_row_q8_K.argtypes = [vp, vp, ctypes.c_int64]
+    return lib
+
+
+def _weights(kernel: str, shape: Shape, rng: np.random.Generator) -> npt.NDArray[np.uint8]:
+    nb = shape.k // QK_K
+    d = np.frombuffer(np.float16(1 / 64).tobytes(), np.uint8)
+    if kernel == "q4_k":
+        w = rng.integers(0, 256, size=(shape.rows // 8, nb, Q4_KX8_BYTES), dtype=np.uint8)
+        for j in range(16):  # d[8] and dmin[8]
+            w[:, :, 2 * j : 2 * j + 2] = d
+    else:
+        w = rng.integers(0, 256, size=(shape.rows, nb, Q6_K_BYTES), dtype=np.uint8)
+        w[:, :, Q6_K_BYTES - 2 :] = d
+    return np.ascontiguousarray(w)
+
+
+def _run(
+    lib: ctypes.CDLL,
+    kernel: str,
+    shape: Shape,
+    w: npt.NDArray[np.uint8],
+    y: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.float32],
+    n: int,
+    calls: int,
+) -> None:
+    """``calls`` products of the first n q8_K activation columns ``y`` with the weights ``w`` into ``out``."""
+    nb = shape.k // QK_K
+    by = nb * Q8_K_BYTES
+    if kernel == "q4_k":
+        f = lib.ggml_gemv_q4_K_8x8_q8_K_cols
+        for _ in range(calls):
+            f(shape.k, out.ctypes.data, shape.rows, w.ctypes.data, y.ctypes.data, by, n, shape.rows)
+    else:
+        f = lib.ggml_vec_dot_q6_K_q8_K_tile
+        bx = nb * Q6_K_BYTES
+        for _ in range(calls):
+            f(shape.k, out.ctypes.data, shape.rows, w.ctypes.data, bx, y.ctypes.data, by, shape.rows, n)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--lib", action="append", default=[], help="a libggml-cpu.so to time (repeat to compare builds)"
+    )
+    ap.add_argument("--widths", default="1,2,4,8,16")
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--kernel", default="q4_k,q6_k")
+    args = ap.parse_args()
+    paths = _library_paths(args.lib)
+    libs = [_load(p) for p in paths]
+    for j, p in enumerate(paths):
+        print(f"[{j + 1}] {p}")
+    widths = [int(w) for w in args.widths.split(",")]
+    rng = np.random.default_rng(1)
+    for kernel in args.kernel.split(","):
+        shape = SHAPES[kernel]
+        nb = shape.k // QK_K
+        w = _weights(kernel, shape, rng)
+        x = rng.standard_normal((max(widths), shape.k)).astype(np.float32)
+        by = nb * Q8_K_BYTES
+        y = np.zeros(max(widths) * by, np.uint8)
+        for c in range(max(widths)):
+            libs[0].quantize_row_q8_K(x[c].ctypes.data, y[c * by :].ctypes.data, shape.k)
+        s = np.zeros((max(widths), shape.rows), np.float32)
+        calls = 20
+        print(
+            f"{kernel}: {shape.rows} rows x {shape.k}, one thread, best of "
+            f"{args.rounds} rounds of {calls} calls"
+        )
+        for n in widths:
+            best = [float("inf")] * len(libs)
+            outs: list[npt.NDArray[np.float32]] = []
+            for r in range(args.rounds):
+                for j, lib in enumerate(libs):
+                    t0 = time.perf_counter_ns()
+                    _run(lib, kernel, shape, w, y, s, n, calls)
+                    best[j] = min(best[j], (time.perf_counter_ns() - t0) / calls)
+                    if r == 0:
+                        outs.append(s[:n].copy())
+            dp = shape.rows * shape.k * n / 64
+            cells = [f"[{j + 1}] {b / 1000:7.2f} us {dp / b:5.2f} dpbusd/ns" for j, b in enumerate(best)]
+            same = all(np.array_equal(o.view(np.uint32), outs[0].view(np.uint32)) for o in outs)
+            tail = "" if len(libs) == 1 else ("  outputs bit-equal" if same else "  OUTPUTS DIFFER")
+            print(f"  n={n:2d}  " + "  ".join(cells) + tail, flush=True)
+
+
+if __name__ == "__main__":
+    main()
