@@ -1,3 +1,8 @@
+"""Writes a knock-out variant of the development tree's repack.cpp (llama.cpp with simul-exact/5 applied; the
+unmodified file copied to /tmp/repack.orig first): `python knockouts.py scales,unpack,prefetch,tail` takes the
+named parts out of the repacked Q4_K column kernel for every super-block but the first (tail: the per-column
+float steps become one add), then the tree is built and its libggml-cpu timed by tools/column_kernels.py.
+For timing only: the outputs are wrong by design."""
 import sys
 kos=sys.argv[1].split(',')
 s=open('/tmp/repack.orig').read()
