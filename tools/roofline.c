@@ -80,8 +80,12 @@ static double read_rate(const uint8_t * buf, size_t bytes, int threads, int repe
 #define CHAINS 12
 #define ITERS 240000000L
 
-// twelve independent chains acc = op(acc, u, v), in named variables so that they stay in registers;
-// operations per second over all threads
+// 8-byte activations for an operation that takes its operand from memory (2 KiB: in L1)
+static int8_t roofline_act[2048] __attribute__((aligned(64)));
+
+// twelve independent chains acc = op(acc, u, v, k) (k: the chain, 0..11), in named variables so that they stay
+// in registers; operations per second over all threads. p moves through roofline_act every iteration, for an
+// operation that reads its operand from memory; the others leave it unused.
 #define ARITH(NAME, TYPE, SET, OP)                                                                    \
     static double NAME(int threads, int repeats) {                                                    \
         double best = 1e30;                                                                           \
@@ -95,18 +99,23 @@ static double read_rate(const uint8_t * buf, size_t bytes, int threads, int repe
                 TYPE a4 = SET(t + 4), a5 = SET(t + 5), a6 = SET(t + 6), a7 = SET(t + 7);              \
                 TYPE a8 = SET(t + 8), a9 = SET(t + 9), a10 = SET(t + 10), a11 = SET(t + 11);          \
                 TYPE u = SET(3), v = SET(5);                                                          \
+                const int8_t * base = roofline_act, * p = base;                                       \
+                __asm__ volatile("" : "+r"(base)); /* its contents unknown to the compiler */          \
                 __asm__ volatile("" : "+v"(u), "+v"(v));                                              \
                 _Pragma("omp barrier") _Pragma("omp single") t0 = now();                              \
                 for (long i = 0; i < ITERS / CHAINS; i++) {                                           \
-                    a0 = OP(a0, u, v); a1 = OP(a1, u, v); a2 = OP(a2, u, v); a3 = OP(a3, u, v);       \
-                    a4 = OP(a4, u, v); a5 = OP(a5, u, v); a6 = OP(a6, u, v); a7 = OP(a7, u, v);       \
-                    a8 = OP(a8, u, v); a9 = OP(a9, u, v); a10 = OP(a10, u, v); a11 = OP(a11, u, v);   \
+                    p = base + ((i * 96) & 1920);                                                     \
+                    a0 = OP(a0, u, v, 0); a1 = OP(a1, u, v, 1); a2 = OP(a2, u, v, 2);                 \
+                    a3 = OP(a3, u, v, 3); a4 = OP(a4, u, v, 4); a5 = OP(a5, u, v, 5);                 \
+                    a6 = OP(a6, u, v, 6); a7 = OP(a7, u, v, 7); a8 = OP(a8, u, v, 8);                 \
+                    a9 = OP(a9, u, v, 9); a10 = OP(a10, u, v, 10); a11 = OP(a11, u, v, 11);           \
                     __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5)); \
                     __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11)); \
                 }                                                                                     \
                 _Pragma("omp barrier") _Pragma("omp single") t1 = now();                              \
-                a0 = OP(a0, a1, a2); a3 = OP(a3, a4, a5); a6 = OP(a6, a7, a8); a9 = OP(a9, a10, a11); \
-                a0 = OP(OP(a0, a3, a6), a9, a0);                                                      \
+                a0 = OP(a0, a1, a2, 0); a3 = OP(a3, a4, a5, 1); a6 = OP(a6, a7, a8, 2);               \
+                a9 = OP(a9, a10, a11, 3); a0 = OP(OP(a0, a3, a6, 4), a9, a0, 5);                      \
+                (void) p;                                                                             \
                 int x[16];                                                                            \
                 memcpy(x, &a0, sizeof(int) * 4);                                                      \
                 total += x[0];                                                                        \
@@ -148,72 +157,23 @@ static double clock_rate(int threads, int repeats) {
 
 #define Z256(k) _mm256_set1_epi32(k)
 #define Z512(k) _mm512_set1_epi32(k)
-#define MADDUBS256(a, u, v) _mm256_add_epi16(u, _mm256_maddubs_epi16(a, v))
+#define MADDUBS256(a, u, v, k) _mm256_add_epi16(u, _mm256_maddubs_epi16(a, v))
 ARITH(maddubs_add_256, __m256i, Z256, MADDUBS256)
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
-#define DPBUSD256(a, u, v) _mm256_dpbusd_epi32(a, u, v)
+#define DPBUSD256(a, u, v, k) _mm256_dpbusd_epi32(a, u, v)
 ARITH(dpbusd_256, __m256i, Z256, DPBUSD256)
 #endif
 #if defined(__AVX512BW__)
-#define MADDUBS512(a, u, v) _mm512_add_epi16(u, _mm512_maddubs_epi16(a, v))
+#define MADDUBS512(a, u, v, k) _mm512_add_epi16(u, _mm512_maddubs_epi16(a, v))
 ARITH(maddubs_add_512, __m512i, Z512, MADDUBS512)
 #endif
 #if defined(__AVX512VNNI__)
-#define DPBUSD512(a, u, v) _mm512_dpbusd_epi32(a, u, v)
+#define DPBUSD512(a, u, v, k) _mm512_dpbusd_epi32(a, u, v)
 ARITH(dpbusd_512, __m512i, Z512, DPBUSD512)
-#endif
-
-#if defined(__AVX512VNNI__)
 // dpbusd as simul's exact Q4_K column kernel issues it: the signed operand is 8 activations broadcast from
-// memory (vpbroadcastq, here from a 2 KiB buffer in L1) for every instruction, twelve independent chains
-static double dpbusd_512_bcast(int threads, int repeats) {
-    static int8_t act[2048] __attribute__((aligned(64)));
-    memset(act, 1, sizeof(act));
-    double best = 1e30;
-    volatile int sink = 0;
-    for (int r = 0; r < repeats; r++) {
-        double t0 = 0, t1 = 0;
-        int total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-        {
-            const int t = omp_get_thread_num();
-            __m512i a0 = Z512(t + 0), a1 = Z512(t + 1), a2 = Z512(t + 2), a3 = Z512(t + 3);
-            __m512i a4 = Z512(t + 4), a5 = Z512(t + 5), a6 = Z512(t + 6), a7 = Z512(t + 7);
-            __m512i a8 = Z512(t + 8), a9 = Z512(t + 9), a10 = Z512(t + 10), a11 = Z512(t + 11);
-            __m512i u = Z512(3);
-            __asm__ volatile("" : "+v"(u));
-#define B8(i) _mm512_set1_epi64(*(const int64_t *) (p + 8 * (i)))
-#pragma omp barrier
-#pragma omp single
-            t0 = now();
-            for (long i = 0; i < ITERS / CHAINS; i++) {
-                const int8_t * p = act + ((i * 96) & 1920);
-                a0 = _mm512_dpbusd_epi32(a0, u, B8(0)); a1 = _mm512_dpbusd_epi32(a1, u, B8(1));
-                a2 = _mm512_dpbusd_epi32(a2, u, B8(2)); a3 = _mm512_dpbusd_epi32(a3, u, B8(3));
-                a4 = _mm512_dpbusd_epi32(a4, u, B8(4)); a5 = _mm512_dpbusd_epi32(a5, u, B8(5));
-                a6 = _mm512_dpbusd_epi32(a6, u, B8(6)); a7 = _mm512_dpbusd_epi32(a7, u, B8(7));
-                a8 = _mm512_dpbusd_epi32(a8, u, B8(8)); a9 = _mm512_dpbusd_epi32(a9, u, B8(9));
-                a10 = _mm512_dpbusd_epi32(a10, u, B8(10)); a11 = _mm512_dpbusd_epi32(a11, u, B8(11));
-                __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));
-                __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
-            }
-#undef B8
-#pragma omp barrier
-#pragma omp single
-            t1 = now();
-            a0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                  _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
-            a0 = _mm512_add_epi32(a0, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
-            int x[16];
-            memcpy(x, &a0, sizeof(x));
-            total += x[0];
-        }
-        sink += total;
-        if (t1 - t0 < best) best = t1 - t0;
-    }
-    (void) sink;
-    return (double) (ITERS / CHAINS) * CHAINS * threads / best / 1e9;
-}
+// memory (vpbroadcastq) for every instruction
+#define DPBUSD512_BCAST(a, u, v, k) _mm512_dpbusd_epi32(a, u, _mm512_set1_epi64(*(const int64_t *) (p + 8 * (k))))
+ARITH(dpbusd_512_bcast, __m512i, Z512, DPBUSD512_BCAST)
 #endif
 
 int main(int argc, char ** argv) {
