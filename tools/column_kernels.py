@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from simul.decoding.backend.exactness import shipped_libraries
+
 QK_K = 256
 Q8_K_BYTES = 4 + QK_K + 2 * (QK_K // 16)  # block_q8_K: float d, int8 qs[256], int16 bsums[16]
 Q4_KX8_BYTES = 8 * 144  # block_q4_Kx8: fp16 d[8], fp16 dmin[8], scales[96], qs[1024]
@@ -44,6 +46,16 @@ class Shape:
     rows: int
     k: int
 
+    @property
+    def blocks(self) -> int:
+        """super-blocks of QK_K in a row"""
+        return self.k // QK_K
+
+    @property
+    def column_bytes(self) -> int:
+        """one activation column as q8_K blocks"""
+        return self.blocks * Q8_K_BYTES
+
 
 SHAPES = {"q4_k": Shape(512, 1536), "q6_k": Shape(16, 12288)}
 
@@ -53,8 +65,7 @@ def _library_paths(given: list[str]) -> list[Path]:
         return [Path(p) for p in given]
     import llama_cpp  # the environment's copy
 
-    lib = Path(llama_cpp.__file__).parent / "lib"
-    found = sorted(lib.glob("libggml-cpu.so*"))
+    found = [p for p in shipped_libraries(llama_cpp, "ggml-cpu") if p.name.startswith("libggml-cpu.so")]
     if not found:
         sys.exit(
             f"column_kernels: no libggml-cpu.so beside {llama_cpp.__file__} (is llama-cpp-python installed?)"
@@ -62,13 +73,16 @@ def _library_paths(given: list[str]) -> list[Path]:
     return [found[0]]
 
 
-def _load(path: Path) -> ctypes.CDLL:
-    # libggml-cpu needs libggml-base: load the environment's first, so that a copy elsewhere resolves to it
+def _load_base() -> None:
+    """libggml-cpu needs libggml-base: the environment's, loaded first and globally, so that a copy of
+    libggml-cpu elsewhere resolves to it."""
     import llama_cpp
 
-    for base in sorted((Path(llama_cpp.__file__).parent / "lib").glob("libggml-base.so*")):
+    for base in shipped_libraries(llama_cpp, "ggml-base")[:1]:
         ctypes.CDLL(str(base), mode=ctypes.RTLD_GLOBAL)
-        break
+
+
+def _load(path: Path) -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
     except OSError as e:
@@ -84,7 +98,7 @@ def _load(path: Path) -> ctypes.CDLL:
 
 
 def _weights(kernel: str, shape: Shape, rng: np.random.Generator) -> npt.NDArray[np.uint8]:
-    nb = shape.k // QK_K
+    nb = shape.blocks
     d = np.frombuffer(np.float16(1 / 64).tobytes(), np.uint8)
     if kernel == "q4_k":
         w = rng.integers(0, 256, size=(shape.rows // 8, nb, Q4_KX8_BYTES), dtype=np.uint8)
@@ -107,15 +121,14 @@ def _run(
     calls: int,
 ) -> None:
     """``calls`` products of the first n q8_K activation columns ``y`` with the weights ``w`` into ``out``."""
-    nb = shape.k // QK_K
-    by = nb * Q8_K_BYTES
+    by = shape.column_bytes
     if kernel == "q4_k":
         f = lib.ggml_gemv_q4_K_8x8_q8_K_cols
         for _ in range(calls):
             f(shape.k, out.ctypes.data, shape.rows, w.ctypes.data, y.ctypes.data, by, n, shape.rows)
     else:
         f = lib.ggml_vec_dot_q6_K_q8_K_tile
-        bx = nb * Q6_K_BYTES
+        bx = shape.blocks * Q6_K_BYTES
         for _ in range(calls):
             f(shape.k, out.ctypes.data, shape.rows, w.ctypes.data, bx, y.ctypes.data, by, shape.rows, n)
 
@@ -130,6 +143,7 @@ def main() -> None:
     ap.add_argument("--kernel", default="q4_k,q6_k")
     args = ap.parse_args()
     paths = _library_paths(args.lib)
+    _load_base()
     libs = [_load(p) for p in paths]
     for j, p in enumerate(paths):
         print(f"[{j + 1}] {p}")
@@ -137,10 +151,9 @@ def main() -> None:
     rng = np.random.default_rng(1)
     for kernel in args.kernel.split(","):
         shape = SHAPES[kernel]
-        nb = shape.k // QK_K
         w = _weights(kernel, shape, rng)
         x = rng.standard_normal((max(widths), shape.k)).astype(np.float32)
-        by = nb * Q8_K_BYTES
+        by = shape.column_bytes
         y = np.zeros(max(widths) * by, np.uint8)
         for c in range(max(widths)):
             libs[0].quantize_row_q8_K(x[c].ctypes.data, y[c * by :].ctypes.data, shape.k)
