@@ -36,7 +36,7 @@ from simul.machine.load_following import LoadFollower
 from simul.machine.threads import choose_threads
 from simul.request.default_model import DEFAULT_TEMPLATE, default_model_path, is_default_model
 from simul.request.methods import Method
-from simul.request.templates import PRESETS, Template, chat_template, get_template
+from simul.request.templates import PRESETS, SOURCE_SLOT, Template, chat_template, get_template
 from simul.streams.format import Stream
 
 
@@ -340,6 +340,6 @@ class Engine:
             "template": self.template.name,
         }
         if sample is not None:
-            prompt = self.template.render(get_language(sample.src), get_language(sample.tgt), "{source}")
+            prompt = self.template.render(get_language(sample.src), get_language(sample.tgt), SOURCE_SLOT)
             out["prompt"] = prompt.text
         return out

@@ -30,6 +30,10 @@ import jinja2.sandbox
 from simul.common.errors import SimulError, UsageError
 from simul.common.languages import Language
 
+# What a prompt is rendered with in the source's place where it is recorded rather than decoded (run.json's
+# config.model.prompt, simul.decoding.engine.Engine.describe), and where readers of that record split it.
+SOURCE_SLOT = "{source}"
+
 INSTRUCTION = (
     "Translate the {src} source text to {tgt}. "
     "Return only the translation, without any additional explanations or commentary."

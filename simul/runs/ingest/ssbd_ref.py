@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simul.common.errors import SimulError
+from simul.request.templates import SOURCE_SLOT
 from simul.runs.ingest.jsonl import read_objects, string_list
 from simul.runs.ingest.system import SystemOutputs, SystemStream, Update
 from simul.streams.format import Stream
@@ -71,10 +72,6 @@ def stream_record(stream: Stream) -> dict[str, Any]:
 
 def stream_lines(streams: Sequence[Stream]) -> str:
     return "".join(json.dumps(stream_record(s), ensure_ascii=False) + "\n" for s in streams)
-
-
-# What simul.decoding.engine.Engine.describe renders in the source's place in run.json's prompt.
-SOURCE_SLOT = "{source}"
 
 
 def prompt_halves(prompt: str, where: str) -> tuple[str, str]:
