@@ -17,10 +17,12 @@ leave 1-7 columns in the last tile (at odd widths one column alone in a pair).
 The model's Q4_K weights are not multiplied by ``vec_dot``: llama.cpp repacks them (8 rows interleaved) and
 multiplies them by ``ggml_gemv_q4_K_8x8_q8_K``, column by column in exact mode. The patch gives that gemv a
 multi-column form (two columns to a 512-bit register with AVX-512, one to a 256-bit register with AVX2; with
-AVX-512 VNNI, since simul-exact/5, its integer sums by dpbusd and dpwssd, from one column); the repacked
-products below (``RepackedMatMul``) hold it to the gemv alone. ``Ggml.tiles_from`` says from which width each
-type takes them in this build. The activations of the K-quant products are quantized to q8_K by a vectorized
-form of the reference since simul-exact/5, held to it byte for byte below.
+AVX-512 VNNI, since simul-exact/5, its integer sums by dpbusd and dpwssd, from one column; since
+simul-exact/6, from 5 columns, two groups of 8 rows as one of 16); the repacked products below
+(``RepackedMatMul``, with rows enough that the threads' chunks hold such pairs) hold it to the gemv alone.
+``Ggml.tiles_from`` says from which width each type takes them in this build. The activations of the K-quant
+products are quantized to q8_K by a vectorized form of the reference since simul-exact/5, held to it byte for
+byte below.
 
 The named models' weight types (Qwen2.5-Coder 1.5B: Q4_K and Q6_K at rows of 1536 and 8960; 0.5B: Q5_0 and
 Q8_0 at 896, Q4_K and Q6_K at 4864) are checked the same way at their own row lengths, in exact mode; on this
@@ -62,6 +64,10 @@ TYPES = [
 ]
 TILED = {"q8_0", "q5_0"}
 TILE_COLS = 64  # the patch's default
+#: rows of the repacked Q4_K products: threads take them in chunks of 24 or 32 rows (a quarter of a thread's
+#: share, rounded to the 8 interleaved rows), which hold both pairs of groups (with AVX-512 VNNI, from 5
+#: columns, two groups run as 16 rows) and a group alone; with fewer rows every chunk held one group
+Q4_K_ROWS = 200
 STARTED_COLS: list[int] = []  # the width the library had when this module's fixture first asked
 
 
@@ -236,13 +242,15 @@ def test_every_column_of_a_repacked_q4_k_product_equals_its_gemv_alone(ggml: Ggm
         pytest.skip("no CPU_REPACK buffer type in this build")
     ggml.set_exact(exactness.ALL_PARTS if mode == "exact" else 0)
     ggml.set_tile_cols(TILE_COLS)
-    # 56 rows: 7 groups of 8 interleaved rows, split between the threads; rows of 1024: 4 super-blocks
-    with RepackedMatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)) as product:
+    # 200 rows: 25 groups of 8 interleaved rows, split between the threads in chunks of 24 or 32 rows, so that
+    # with AVX-512 VNNI, from 5 columns, pairs of groups run as 16 rows and a chunk's odd group as 8; rows of
+    # 1024: 4 super-blocks
+    with RepackedMatMul(ggml, "q4_k", random_matrix(Q4_K_ROWS, 1024, seed=11)) as product:
         columns = random_matrix(max(WIDTHS), 1024, seed=12, scale=(0.1, 3.0))
         alone = _reference(ggml, product, columns, threads=2)
         assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
         # the repacked weights are really in use: the gemv's sums differ from vec_dot's in the last bits
-        plain = MatMul(ggml, "q4_k", random_matrix(56, 1024, seed=11)).run(columns[:8], threads=2).out
+        plain = MatMul(ggml, "q4_k", random_matrix(Q4_K_ROWS, 1024, seed=11)).run(columns[:8], threads=2).out
         assert np.allclose(plain, alone[:8], rtol=1e-4, atol=1e-3) and plain.tobytes() != alone[:8].tobytes()
         gemv_from = (lambda n: 0) if mode == "exact" else (lambda n: n - n % 4)
         unequal, multi = _every_width(ggml, product, columns, alone, gemv_from)
@@ -285,7 +293,7 @@ def test_the_k_quant_kernels_are_exact_at_the_ends_of_their_ranges(ggml: Ggml, t
     saturates on 6-bit quants): quants at 0 and at their largest value, the largest scales and activations of
     magnitude 127 throughout, against each column alone."""
     kind = _exact_product_kind(ggml, repacked=type_name == "q4_k")
-    with kind(ggml, type_name, _extreme_weights(48, 1536)) as product:
+    with kind(ggml, type_name, _extreme_weights(Q4_K_ROWS if type_name == "q4_k" else 48, 1536)) as product:
         columns = _extreme_columns(17, 1536)
         alone = _reference(ggml, product, columns, threads=2)
         assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
@@ -379,8 +387,9 @@ def test_every_weight_type_of_the_named_models_is_exact_at_every_width(
     """In exact mode, every column of a product of 1..64, 72 or 96 columns of the named models' weight types
     at their own row lengths equals the column alone (repacked Q4_K: its gemv alone)."""
     kind = _exact_product_kind(ggml, repacked=type_name == "q4_k")
-    # 24 rows: three groups of 8 interleaved rows (repacked Q4_K), one 16-row block and part of the next
-    with kind(ggml, type_name, random_matrix(24, k, seed=21)) as product:
+    # 24 rows: one 16-row block and part of the next; repacked Q4_K: Q4_K_ROWS (above)
+    rows = Q4_K_ROWS if type_name == "q4_k" else 24
+    with kind(ggml, type_name, random_matrix(rows, k, seed=21)) as product:
         columns = random_matrix(max(WIDTHS), k, seed=22, scale=(0.1, 3.0))
         alone = _reference(ggml, product, columns, threads=2)
         assert np.all(np.isfinite(alone)) and np.abs(alone).max() > 0
