@@ -15,7 +15,12 @@ does): rows x K x n / 64 of them, printed per nanosecond beside the time. Compar
 same instruction's rate on registers, and with an operand broadcast from memory, as these kernels use it).
 
     python tools/column_kernels.py [--lib LIBGGML_CPU.so ...] [--widths 1,2,4,8,16] [--rounds 60]
-        [--kernel q4_k,q6_k]
+        [--kernel q4_k,q6_k] [--from-memory MB] [--threads T]
+
+--from-memory MB: the weights copied over MB megabytes (more than the last-level cache holds), each call on
+the next copy, so that they stream from memory as in a model's pass; --threads T: T threads at once, each on
+its own copies (ctypes lets go of the GIL), the time per call being the wall time of the round over the calls
+of one thread, so that the threads share the memory's bandwidth as a pass's threads do.
 
 Without --lib: the libggml-cpu that llama-cpp-python ships in this environment. Needs an x86-64 build with
 simul's patch and AVX-512 VNNI (the kernels these names have on other CPUs are other code).
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,23 +120,61 @@ def _run(
     lib: ctypes.CDLL,
     kernel: str,
     shape: Shape,
-    w: npt.NDArray[np.uint8],
+    w: list[int],
     y: npt.NDArray[np.uint8],
     out: npt.NDArray[np.float32],
     n: int,
     calls: int,
+    start: int = 0,
 ) -> None:
-    """``calls`` products of the first n q8_K activation columns ``y`` with the weights ``w`` into ``out``."""
+    """``calls`` products of the first n q8_K activation columns ``y`` with the weights at the addresses ``w``
+    (one call each, in turn from ``start``) into ``out``."""
     by = shape.column_bytes
     if kernel == "q4_k":
         f = lib.ggml_gemv_q4_K_8x8_q8_K_cols
-        for _ in range(calls):
-            f(shape.k, out.ctypes.data, shape.rows, w.ctypes.data, y.ctypes.data, by, n, shape.rows)
+        for c in range(calls):
+            f(shape.k, out.ctypes.data, shape.rows, w[(start + c) % len(w)], y.ctypes.data, by, n, shape.rows)
     else:
         f = lib.ggml_vec_dot_q6_K_q8_K_tile
         bx = shape.blocks * Q6_K_BYTES
-        for _ in range(calls):
-            f(shape.k, out.ctypes.data, shape.rows, w.ctypes.data, bx, y.ctypes.data, by, shape.rows, n)
+        for c in range(calls):
+            wc = w[(start + c) % len(w)]
+            f(shape.k, out.ctypes.data, shape.rows, wc, bx, y.ctypes.data, by, shape.rows, n)
+
+
+def _copies(w: npt.NDArray[np.uint8], megabytes: int) -> npt.NDArray[np.uint8]:
+    """The weights repeated over ``megabytes`` MB (at least once)."""
+    count = max(1, megabytes * 1_000_000 // w.nbytes)
+    return np.ascontiguousarray(np.broadcast_to(w, (count, *w.shape)))
+
+
+def _timed_round(
+    lib: ctypes.CDLL,
+    kernel: str,
+    shape: Shape,
+    parts: list[list[int]],
+    y: npt.NDArray[np.uint8],
+    outs: list[npt.NDArray[np.float32]],
+    n: int,
+    calls: int,
+    start: int,
+) -> float:
+    """Nanoseconds per call of one round: each thread t makes ``calls`` calls on its addresses parts[t], from
+    the start-th on (a round after another goes on to copies the other has not just read)."""
+    if len(parts) == 1:
+        t0 = time.perf_counter_ns()
+        _run(lib, kernel, shape, parts[0], y, outs[0], n, calls, start)
+        return (time.perf_counter_ns() - t0) / calls
+    threads = [
+        threading.Thread(target=_run, args=(lib, kernel, shape, part, y, out, n, calls, start))
+        for part, out in zip(parts, outs, strict=True)
+    ]
+    t0 = time.perf_counter_ns()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return (time.perf_counter_ns() - t0) / calls
 
 
 def main() -> None:
@@ -141,7 +185,13 @@ def main() -> None:
     ap.add_argument("--widths", default="1,2,4,8,16")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--kernel", default="q4_k,q6_k")
+    ap.add_argument(
+        "--from-memory", type=int, default=0, metavar="MB", help="stream the weights from MB of memory"
+    )
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    if args.threads < 1:
+        sys.exit("column_kernels: --threads takes 1 or more")
     paths = _library_paths(args.lib)
     _load_base()
     libs = [_load(p) for p in paths]
@@ -152,15 +202,20 @@ def main() -> None:
     for kernel in args.kernel.split(","):
         shape = SHAPES[kernel]
         w = _weights(kernel, shape, rng)
+        store = _copies(w, args.from_memory) if args.from_memory else w[np.newaxis]
+        addresses = [store.ctypes.data + i * w.nbytes for i in range(len(store))]
+        # thread t takes every threads-th copy from t on (one copy: all threads on it)
+        parts = [addresses[t :: args.threads] or addresses for t in range(args.threads)]
         x = rng.standard_normal((max(widths), shape.k)).astype(np.float32)
         by = shape.column_bytes
         y = np.zeros(max(widths) * by, np.uint8)
         for c in range(max(widths)):
             libs[0].quantize_row_q8_K(x[c].ctypes.data, y[c * by :].ctypes.data, shape.k)
-        s = np.zeros((max(widths), shape.rows), np.float32)
+        s = [np.zeros((max(widths), shape.rows), np.float32) for _ in range(args.threads)]
         calls = 20
+        where = f"from {store.nbytes / 1e6:.0f} MB of copies" if args.from_memory else "in the cache"
         print(
-            f"{kernel}: {shape.rows} rows x {shape.k}, one thread, best of "
+            f"{kernel}: {shape.rows} rows x {shape.k}, {args.threads} thread(s), weights {where}, best of "
             f"{args.rounds} rounds of {calls} calls"
         )
         for n in widths:
@@ -168,12 +223,11 @@ def main() -> None:
             outs: list[npt.NDArray[np.float32]] = []
             for r in range(args.rounds):
                 for j, lib in enumerate(libs):
-                    t0 = time.perf_counter_ns()
-                    _run(lib, kernel, shape, w, y, s, n, calls)
-                    best[j] = min(best[j], (time.perf_counter_ns() - t0) / calls)
+                    start = (r * len(libs) + j) * calls
+                    best[j] = min(best[j], _timed_round(lib, kernel, shape, parts, y, s, n, calls, start))
                     if r == 0:
-                        outs.append(s[:n].copy())
-            dp = shape.rows * shape.k * n / 64
+                        outs.append(s[0][:n].copy())
+            dp = shape.rows * shape.k * n / 64 * args.threads
             cells = [f"[{j + 1}] {b / 1000:7.2f} us {dp / b:5.2f} dpbusd/ns" for j, b in enumerate(best)]
             same = all(np.array_equal(o.view(np.uint32), outs[0].view(np.uint32)) for o in outs)
             tail = "" if len(libs) == 1 else ("  outputs bit-equal" if same else "  OUTPUTS DIFFER")
