@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""How fast exact mode's multi-column K-quant kernels run with their operands in the cache, one thread, for
-one or more builds of libggml-cpu side by side: the speed of the kernel's instructions, apart from memory.
+"""How fast exact mode's multi-column K-quant kernels run, for one or more builds of libggml-cpu side by side:
+with their operands in the cache on one thread, the speed of the kernel's instructions apart from memory; or
+with the weights streaming from memory on several threads, as a model's pass meets them (--from-memory).
 
 Calls the exported kernels directly (patch simul-exact/5, ggml/src/ggml-cpu/arch/x86): the repacked Q4_K
 multi-column gemv ``ggml_gemv_q4_K_8x8_q8_K_cols`` on 512 rows x 1536 (442 KB of weights, as ggml lays them
@@ -12,7 +13,8 @@ that a drift of the machine's clock falls on all of them; the outputs of the bui
 
 A product of n columns does 64-byte dpbusd-equivalents (64 8-bit multiply-adds, what one 512-bit VNNI dpbusd
 does): rows x K x n / 64 of them, printed per nanosecond beside the time. Compare with `tools/roofline.c` (the
-same instruction's rate on registers, and with an operand broadcast from memory, as these kernels use it).
+same instruction's rate on registers, and with an operand broadcast from memory, as the Q4_K kernel's 8-row
+form uses it).
 
     python tools/column_kernels.py [--lib LIBGGML_CPU.so ...] [--widths 1,2,4,8,16] [--rounds 60]
         [--kernel q4_k,q6_k] [--from-memory MB] [--threads T]
@@ -125,7 +127,7 @@ def _run(
     out: npt.NDArray[np.float32],
     n: int,
     calls: int,
-    start: int = 0,
+    start: int,
 ) -> None:
     """``calls`` products of the first n q8_K activation columns ``y`` with the weights at the addresses ``w``
     (one call each, in turn from ``start``) into ``out``."""
@@ -161,7 +163,7 @@ def _timed_round(
 ) -> float:
     """Nanoseconds per call of one round: each thread t makes ``calls`` calls on its addresses parts[t], from
     the start-th on (a round after another goes on to copies the other has not just read)."""
-    if len(parts) == 1:
+    if len(parts) == 1:  # in this thread: starting one would add its start-up to a round of 20 calls
         t0 = time.perf_counter_ns()
         _run(lib, kernel, shape, parts[0], y, outs[0], n, calls, start)
         return (time.perf_counter_ns() - t0) / calls

@@ -9,7 +9,7 @@
 // instruction (12 accumulators, more than its latency times its throughput on the CPUs this was tried on) on
 // register operands; a VNNI dpbusd or a maddubs counts as 64 (512-bit) or 32 (256-bit) 8-bit multiply-adds.
 // dpbusd once more with its signed operand broadcast from memory for every instruction, as the exact Q4_K
-// column kernel issues it (tools/column_kernels.py times that kernel).
+// column kernel's 8-row form issues it (below 5 columns; tools/column_kernels.py times that kernel).
 // The best of the repeats again: the figures are what the machine allows, for comparing a kernel with.
 #include <immintrin.h>
 #include <omp.h>
@@ -170,8 +170,8 @@ ARITH(maddubs_add_512, __m512i, Z512, MADDUBS512)
 #if defined(__AVX512VNNI__)
 #define DPBUSD512(a, u, v, k) _mm512_dpbusd_epi32(a, u, v)
 ARITH(dpbusd_512, __m512i, Z512, DPBUSD512)
-// dpbusd as simul's exact Q4_K column kernel issues it: the signed operand is 8 activations broadcast from
-// memory (vpbroadcastq) for every instruction
+// dpbusd as simul's exact Q4_K column kernel's 8-row form issues it: the signed operand is 8 activations
+// broadcast from memory (vpbroadcastq) for every instruction
 #define DPBUSD512_BCAST(a, u, v, k) _mm512_dpbusd_epi32(a, u, _mm512_set1_epi64(*(const int64_t *) (p + 8 * (k))))
 ARITH(dpbusd_512_bcast, __m512i, Z512, DPBUSD512_BCAST)
 #endif
