@@ -194,14 +194,23 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads < 1:
         sys.exit("column_kernels: --threads takes 1 or more")
+    kernels = args.kernel.split(",")
+    unknown = [k for k in kernels if k not in SHAPES]
+    if unknown:
+        sys.exit(f"column_kernels: no kernel {', '.join(unknown)}; --kernel takes {','.join(SHAPES)}")
+    try:
+        widths = [int(w) for w in args.widths.split(",")]
+    except ValueError:
+        sys.exit(f"column_kernels: --widths takes column counts separated by commas, not {args.widths!r}")
+    if not all(1 <= w <= 64 for w in widths):
+        sys.exit("column_kernels: each width is 1 to 64 columns (what one call of the kernels takes)")
     paths = _library_paths(args.lib)
     _load_base()
     libs = [_load(p) for p in paths]
     for j, p in enumerate(paths):
         print(f"[{j + 1}] {p}")
-    widths = [int(w) for w in args.widths.split(",")]
     rng = np.random.default_rng(1)
-    for kernel in args.kernel.split(","):
+    for kernel in kernels:
         shape = SHAPES[kernel]
         w = _weights(kernel, shape, rng)
         store = _copies(w, args.from_memory) if args.from_memory else w[np.newaxis]
