@@ -21,7 +21,12 @@ from typer.testing import CliRunner
 from simul.cli import app
 from simul.common.errors import UsageError
 from simul.decoding.backend import LlamaBackend, exactness
-from simul.decoding.backend.invariance import long_prompts, probe
+from simul.decoding.backend.invariance import (
+    _decode_in_passes,
+    _greedy_reference,
+    long_prompts,
+    probe,
+)
 from simul.decoding.engine import Engine, EngineSettings
 from simul.decoding.records import StreamResult
 from simul.decoding.stream import StreamDecoder
@@ -91,6 +96,39 @@ def test_long_contexts_and_wide_passes_stay_exact(exact_backend: LlamaBackend) -
     assert all(len(exact_backend.tokenize(p, add_special=True)) > 512 for p in prompts)
     report = probe(exact_backend, prompts=prompts, widths=[1, 2, 8, 64], rows=72)
     assert report.exact, report.lines()
+
+
+def test_exact_attention_keeps_the_reference_paths_bits(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Exact mode's attention takes several query rows of one key/value head at a time (the patch's
+    simul_fa_rows, from simul-exact/7: they share the loading of each key's K and V); every row must keep the
+    bits of llama.cpp's reference attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk), row by row.
+    Below 64 rows and 512 cells, the attention of a backend with every part of exact mode on but
+    ``flash-attn`` is that reference path, and nothing else differs between the two backends, so their logits
+    must be bit-equal at every width, and equal to one-token decoding's. The model: heads of 64 (the grouped
+    path takes head sizes that are a multiple of the vector step; the default tiny model's 16 keep the
+    reference path), 4 query heads on 2 key/value heads."""
+    from simul.testing.tiny_gguf import build_tiny_gguf
+
+    path = tmp_path_factory.mktemp("gqa") / "gqa.gguf"
+    model = build_tiny_gguf(path, seed=3, design="random", n_embd=256, n_head=4, n_head_kv=2)
+    reference_parts = exactness.ALL_PARTS & ~exactness.PARTS["flash-attn"]
+    grouped = LlamaBackend(model, n_ctx=512, n_threads=2, exact=True)
+    reference = LlamaBackend(model, n_ctx=512, n_threads=2, exact=True)
+    reference.exact_parts = reference_parts
+    try:
+        # a prompt of fewer than 64 tokens: fast mode's attention would take a wider prompt pass in query
+        # tiles, and the cache's later layers would differ
+        prompt = grouped.tokenize("English: The weather is nice.\nGerman:", add_special=True)
+        assert len(prompt) < 64
+        tokens, one_by_one = _greedy_reference(grouped, prompt, 40)
+        for width in (1, 2, 3, 6, 8, 13, 40):
+            got = _decode_in_passes(grouped, prompt, tokens, width, [])
+            want = _decode_in_passes(reference, prompt, tokens, width, [])
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), f"width {width}"
+            assert np.array_equal(got.view(np.uint32), one_by_one.view(np.uint32)), f"width {width}"
+    finally:
+        grouped.close()
+        reference.close()
 
 
 def test_exact_rows_do_not_depend_on_the_thread_count(near_ties: Path) -> None:

@@ -190,7 +190,7 @@ _DESCRIPTIONS = {
 
 
 def _random_weights(
-    rng: np.random.Generator, n_vocab: int, n_layer: int, n_embd: int, n_head: int, n_ff: int
+    rng: np.random.Generator, n_vocab: int, n_layer: int, n_embd: int, n_head: int, n_ff: int, n_head_kv: int
 ) -> dict[str, npt.NDArray[np.float32]]:
     """The ``random`` design: seeded random weights (greedy choices often sit near ties; see code_machine)."""
     head_dim = n_embd // n_head
@@ -203,8 +203,8 @@ def _random_weights(
         prefix = f"blk.{layer}"
         tensors[f"{prefix}.attn_norm.weight"] = np.ones(n_embd, dtype=np.float32)
         tensors[f"{prefix}.attn_q.weight"] = _normal(rng, (n_head * head_dim, n_embd), 2.0 * in_std)
-        tensors[f"{prefix}.attn_k.weight"] = _normal(rng, (n_head * head_dim, n_embd), 2.0 * in_std)
-        tensors[f"{prefix}.attn_v.weight"] = _normal(rng, (n_head * head_dim, n_embd), in_std)
+        tensors[f"{prefix}.attn_k.weight"] = _normal(rng, (n_head_kv * head_dim, n_embd), 2.0 * in_std)
+        tensors[f"{prefix}.attn_v.weight"] = _normal(rng, (n_head_kv * head_dim, n_embd), in_std)
         tensors[f"{prefix}.attn_output.weight"] = _normal(rng, (n_embd, n_head * head_dim), in_std)
         tensors[f"{prefix}.ffn_norm.weight"] = np.ones(n_embd, dtype=np.float32)
         tensors[f"{prefix}.ffn_gate.weight"] = _normal(rng, (n_ff, n_embd), in_std)
@@ -246,6 +246,7 @@ def build_tiny_gguf(
     n_ctx_train: int = 4096,
     design: str = "codes",
     vocabulary: str = "tiny",
+    n_head_kv: int | None = None,
 ) -> pathlib.Path:
     """Write a tiny ``llama`` GGUF model to ``path`` and return ``path``.
 
@@ -253,7 +254,9 @@ def build_tiny_gguf(
     margin, so outputs are the same on every CPU family and thread count. ``random`` draws every weight from
     ``numpy.random.default_rng(seed)`` (near-ties flip with the machine). All weights are float32 and the same
     arguments always produce a byte-identical file. ``n_embd`` must be divisible by ``n_head`` and the head
-    size must be even (RoPE rotates pairs of dimensions).
+    size must be even (RoPE rotates pairs of dimensions). ``n_head_kv`` (``random`` only; default ``n_head``)
+    gives the keys and values fewer heads than the queries, each shared by ``n_head // n_head_kv`` query heads
+    (grouped-query attention, as most current models have).
 
     ``vocabulary`` ``other`` writes the ordinary pieces in reverse order (same size, type and special tokens,
     different token texts from id 259 on): a model whose vocabulary a draft-model pair must refuse
@@ -265,6 +268,11 @@ def build_tiny_gguf(
         raise ValueError(f"n_embd={n_embd} must split into {n_head} heads of even size")
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    n_head_kv = n_head if n_head_kv is None else n_head_kv
+    if n_head_kv < 1 or n_head % n_head_kv != 0:
+        raise ValueError(f"n_head_kv={n_head_kv} must divide n_head={n_head}")
+    if n_head_kv != n_head and design != "random":
+        raise ValueError(f"design {design!r} has a key/value head per query head, got n_head_kv={n_head_kv}")
     if vocabulary not in VOCABULARIES:
         raise ValueError(f"vocabulary must be one of {', '.join(VOCABULARIES)}, got {vocabulary!r}")
     path = pathlib.Path(path)
@@ -278,7 +286,8 @@ def build_tiny_gguf(
     if design == "codes":
         tensors = machine_weights(code_machine(seed, n_embd), n_embd, n_head, n_layer, n_ff)
     else:
-        tensors = _random_weights(np.random.default_rng(seed), n_vocab, n_layer, n_embd, n_head, n_ff)
+        rng = np.random.default_rng(seed)
+        tensors = _random_weights(rng, n_vocab, n_layer, n_embd, n_head, n_ff, n_head_kv)
 
     writer = gguf.GGUFWriter(path, "llama")
     writer.add_name(MODEL_NAME)
@@ -290,7 +299,7 @@ def build_tiny_gguf(
     writer.add_block_count(n_layer)
     writer.add_feed_forward_length(n_ff)
     writer.add_head_count(n_head)
-    writer.add_head_count_kv(n_head)
+    writer.add_head_count_kv(n_head_kv)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_dimension_count(head_dim)
     writer.add_rope_freq_base(10000.0)
